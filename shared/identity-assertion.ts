@@ -1,0 +1,158 @@
+/**
+ * The gateway's signed identity assertion: how the resource service learns who is calling
+ * without trusting anything a client sent.
+ *
+ * Wire format, in the `Portico-Identity` request header:
+ *
+ *     v1.<kid>.<base64url(JSON claims)>.<base64url(HMAC-SHA256(key[kid], "v1.<kid>.<claims>"))>
+ *
+ * HMAC rather than a signature: both ends are ours and share a secret, and verifying costs a
+ * few microseconds per request instead of the ~50-100 µs of an asymmetric verify. The claims
+ * bind the assertion to one request (method, target, request id) and to a short lifetime, so a
+ * captured header cannot be replayed against another endpoint, or later.
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { Principal } from './principal.ts';
+import { isValidCustomerId } from './principal.ts';
+
+export const IDENTITY_HEADER = 'portico-identity';
+const VERSION = 'v1';
+
+/** A named HMAC key; the first key of a ring signs, every key of it verifies (rotation). */
+export interface AssertionKey {
+  kid: string;
+  secret: Buffer;
+}
+
+export interface AssertionClaims {
+  sub: string;
+  cid: string;
+  scp: string[];
+  amr: 'jwt' | 'apikey';
+  akid?: string;
+  /** HTTP method and request target (path and query) the assertion was issued for. */
+  htm: string;
+  htu: string;
+  rid: string;
+  iat: number;
+  exp: number;
+}
+
+export interface AssertionOptions {
+  /** Lifetime of an issued assertion, seconds. */
+  lifetimeSeconds?: number;
+  /** Tolerated clock difference between gateway and service hosts, seconds. */
+  clockSkewSeconds?: number;
+  now?: () => number;
+}
+
+const DEFAULT_LIFETIME = 30;
+const DEFAULT_SKEW = 5;
+/** Refuse assertions claiming to live longer than this, whatever their signature. */
+const MAX_LIFETIME = 120;
+/** A header larger than this is not ours; refuse before any work. */
+const MAX_ASSERTION_LENGTH = 8192;
+
+function mac(key: AssertionKey, signingInput: string): Buffer {
+  return createHmac('sha256', key.secret).update(signingInput).digest();
+}
+
+/** Signs an assertion of `principal` for one request. Used by the gateway. */
+export function signAssertion(
+  key: AssertionKey,
+  principal: Principal,
+  request: { method: string; target: string; requestId: string },
+  options: AssertionOptions = {},
+): string {
+  const iat = Math.floor((options.now?.() ?? Date.now()) / 1000);
+  const claims: AssertionClaims = {
+    sub: principal.subject,
+    cid: principal.customerId,
+    scp: [...principal.scopes],
+    amr: principal.authMethod,
+    ...(principal.keyId === undefined ? {} : { akid: principal.keyId }),
+    htm: request.method,
+    htu: request.target,
+    rid: request.requestId,
+    iat,
+    exp: iat + (options.lifetimeSeconds ?? DEFAULT_LIFETIME),
+  };
+  const signingInput = `${VERSION}.${key.kid}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`;
+  return `${signingInput}.${mac(key, signingInput).toString('base64url')}`;
+}
+
+export type AssertionResult =
+  { ok: true; principal: Principal; claims: AssertionClaims } | { ok: false; reason: string };
+
+/**
+ * Verifies an assertion for the request it arrived with. Never throws: a bad assertion is a
+ * result with a reason (for logs), which the caller answers with 401.
+ */
+export function verifyAssertion(
+  keys: readonly AssertionKey[],
+  header: string | undefined,
+  request: { method: string; target: string },
+  options: AssertionOptions = {},
+): AssertionResult {
+  if (header === undefined || header === '') return { ok: false, reason: 'missing' };
+  if (header.length > MAX_ASSERTION_LENGTH) return { ok: false, reason: 'oversized' };
+  const parts = header.split('.');
+  if (parts.length !== 4 || parts[0] !== VERSION) return { ok: false, reason: 'malformed' };
+  const [, kid, payload, signature] = parts as [string, string, string, string];
+  const key = keys.find((k) => k.kid === kid);
+  if (key === undefined) return { ok: false, reason: 'unknown kid' };
+
+  const expected = mac(key, `${VERSION}.${kid}.${payload}`);
+  const given = Buffer.from(signature, 'base64url');
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+    return { ok: false, reason: 'bad signature' };
+  }
+
+  let claims: AssertionClaims;
+  try {
+    claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as AssertionClaims;
+  } catch {
+    return { ok: false, reason: 'malformed claims' };
+  }
+  if (!isWellFormed(claims)) return { ok: false, reason: 'malformed claims' };
+
+  const now = Math.floor((options.now?.() ?? Date.now()) / 1000);
+  const skew = options.clockSkewSeconds ?? DEFAULT_SKEW;
+  if (claims.exp + skew < now) return { ok: false, reason: 'expired' };
+  if (claims.iat - skew > now) return { ok: false, reason: 'issued in the future' };
+  if (claims.exp - claims.iat > MAX_LIFETIME) return { ok: false, reason: 'lifetime too long' };
+  if (claims.htm !== request.method || claims.htu !== request.target) {
+    return { ok: false, reason: 'issued for another request' };
+  }
+
+  return {
+    ok: true,
+    claims,
+    principal: {
+      subject: claims.sub,
+      customerId: claims.cid,
+      scopes: claims.scp,
+      authMethod: claims.amr,
+      ...(claims.akid === undefined ? {} : { keyId: claims.akid }),
+    },
+  };
+}
+
+function isWellFormed(c: AssertionClaims): boolean {
+  return (
+    typeof c === 'object' &&
+    c !== null &&
+    typeof c.sub === 'string' &&
+    c.sub.length > 0 &&
+    isValidCustomerId(c.cid) &&
+    Array.isArray(c.scp) &&
+    c.scp.every((s) => typeof s === 'string') &&
+    (c.amr === 'jwt' || c.amr === 'apikey') &&
+    (c.akid === undefined || typeof c.akid === 'string') &&
+    typeof c.htm === 'string' &&
+    typeof c.htu === 'string' &&
+    typeof c.rid === 'string' &&
+    Number.isInteger(c.iat) &&
+    Number.isInteger(c.exp)
+  );
+}

@@ -1,0 +1,33 @@
+/** The verified caller, as the gateway established it and the service receives it. */
+
+export const SCOPES = ['orders:read', 'orders:write', 'payments:write', 'invoices:read', 'admin'] as const;
+export type Scope = (typeof SCOPES)[number];
+
+export interface Principal {
+  /** The token's `sub`, or the API key's id for keys. */
+  subject: string;
+  /** The customer whose data this caller owns; every query of the service is scoped by it. */
+  customerId: string;
+  /** Granted scopes, as sent (unknown scopes are kept but grant nothing). */
+  scopes: readonly string[];
+  authMethod: 'jwt' | 'apikey';
+  /** Id of the API key used, when authMethod is `apikey`. */
+  keyId?: string;
+}
+
+/** `admin` implies every other scope: operators get one scope to grant, not five. */
+export function hasScope(principal: Principal, scope: Scope): boolean {
+  return principal.scopes.includes(scope) || principal.scopes.includes('admin');
+}
+
+export function isAdmin(principal: Principal): boolean {
+  return principal.scopes.includes('admin');
+}
+
+/** Customer ids come from the identity provider; this is what we accept of them. */
+export const CUSTOMER_ID_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$';
+const customerIdRegExp = new RegExp(CUSTOMER_ID_PATTERN);
+
+export function isValidCustomerId(value: unknown): value is string {
+  return typeof value === 'string' && customerIdRegExp.test(value);
+}
