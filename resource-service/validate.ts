@@ -1,0 +1,64 @@
+/**
+ * Request body validation with Ajv, compiled once per schema at start-up. Every violation
+ * is reported, each naming its field by JSON Pointer, in one 422.
+ */
+import { Ajv } from 'ajv';
+import type { ErrorObject } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import type { Static, TSchema } from '@sinclair/typebox';
+import { validationProblem } from '../shared/errors.ts';
+import type { ProblemFieldError } from '../shared/errors.ts';
+
+// ajv-formats is CommonJS; its default export arrives wrapped under ESM.
+const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
+
+const ajv = new Ajv({ allErrors: true, strict: true, strictTypes: false });
+addFormats(ajv, ['uuid', 'date-time', 'uri']);
+ajv.addKeyword('example');
+
+export type Validator<T extends TSchema> = (value: unknown) => Static<T>;
+
+/**
+ * @param readOnlyFields fields that exist on the resource but may not be written: reported as
+ * read-only rather than unknown, so the client learns why.
+ */
+export function createValidator<T extends TSchema>(
+  schema: T,
+  readOnlyFields: readonly string[] = [],
+): Validator<T> {
+  const check = ajv.compile<Static<T>>(schema);
+  return (value) => {
+    if (check(value)) return value;
+    throw validationProblem(describe(check.errors ?? [], readOnlyFields));
+  };
+}
+
+function describe(errors: ErrorObject[], readOnlyFields: readonly string[]): ProblemFieldError[] {
+  const seen = new Set<string>();
+  const out: ProblemFieldError[] = [];
+  for (const error of errors) {
+    let pointer = error.instancePath;
+    let detail = error.message ?? 'is invalid';
+    if (error.keyword === 'additionalProperties') {
+      const field = String((error.params as { additionalProperty: string }).additionalProperty);
+      pointer = `${pointer}/${field.replaceAll('~', '~0').replaceAll('/', '~1')}`;
+      detail =
+        pointer.split('/').length === 2 && readOnlyFields.includes(field)
+          ? `${field} is read-only`
+          : `${field} is not a field of this resource`;
+    } else if (error.keyword === 'required') {
+      const field = String((error.params as { missingProperty: string }).missingProperty);
+      pointer = `${pointer}/${field}`;
+      detail = `${field} is required`;
+    } else if (error.keyword === 'enum') {
+      const allowed = (error.params as { allowedValues: unknown[] }).allowedValues;
+      // The currency list is long: name it rather than print it.
+      detail = allowed.length > 10 ? 'is not an allowed value' : `must be one of ${allowed.join(', ')}`;
+    }
+    const key = `${pointer}|${detail}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push({ pointer: `#${pointer}`, detail });
+  }
+  return out;
+}
