@@ -79,8 +79,9 @@ export async function runIdempotent(
   if (key === undefined) return { response: await sql.begin(work), replayed: false };
 
   return sql.begin(async (tx) => {
+    // A newline cannot occur in a customer id, so "customer\nkey" names one pair only.
     const [lock] = await tx<{ locked: boolean }[]>`
-      select pg_try_advisory_xact_lock(hashtextextended(${`${customerId}\u0000${key}`}, 7041)) as locked`;
+      select pg_try_advisory_xact_lock(hashtextextended(${`${customerId}\n${key}`}, 7041)) as locked`;
     if (lock?.locked !== true) {
       throw new HttpProblem(
         'ERR_IDEMPOTENCY_IN_FLIGHT',

@@ -1,0 +1,158 @@
+/**
+ * The attacker's side of the service's identity: only a valid gateway assertion for this very
+ * request counts; headers a client could send count for nothing.
+ */
+import { createHmac, randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { signAssertion, verifyAssertion } from '../../shared/identity-assertion.ts';
+import type { AssertionKey } from '../../shared/identity-assertion.ts';
+import { rawRequest, SAMPLE_ORDER, startTestService } from '../support/service.ts';
+import type { TestService } from '../support/service.ts';
+
+let service: TestService;
+beforeAll(async () => {
+  service = await startTestService();
+});
+afterAll(async () => {
+  await service.close();
+});
+
+const principal = {
+  subject: 'u1',
+  customerId: 'cus_identity_1',
+  scopes: ['orders:read'],
+  authMethod: 'jwt' as const,
+};
+
+function key(): AssertionKey {
+  return service.keys[0] as AssertionKey;
+}
+
+async function expectRefused(assertion: string | null, path = '/v1/orders', method = 'GET') {
+  const res = await rawRequest(service.url, method, path, { assertion });
+  expect(res.status).toBe(401);
+  expect(res.body.code).toBe('ERR_INVALID_ASSERTION');
+  expect(res.headers.get('www-authenticate')).toMatch(/^Portico-Identity/);
+  expect(res.headers.get('content-type')).toBe('application/problem+json');
+  return res;
+}
+
+describe('identity assertion at the service', () => {
+  it('accepts a valid assertion', async () => {
+    const ok = await rawRequest(service.url, 'GET', '/v1/users/me', {
+      assertionFor: { key: key(), principal },
+    });
+    expect(ok.status).toBe(200);
+    expect(ok.body).toMatchObject({
+      customer_id: 'cus_identity_1',
+      scopes: ['orders:read'],
+      auth_method: 'jwt',
+    });
+  });
+
+  it('refuses a request with no assertion, whatever identity headers the client adds', async () => {
+    const res = await rawRequest(service.url, 'GET', '/v1/orders', {
+      assertion: null,
+      headers: {
+        authorization: 'Bearer anything',
+        'x-user-id': 'cus_identity_1',
+        'x-customer-id': 'cus_identity_1',
+      },
+    });
+    expect(res.status).toBe(401);
+    expect(res.body.code).toBe('ERR_INVALID_ASSERTION');
+  });
+
+  it('refuses an assertion signed with another key, even under the right kid', async () => {
+    const forged = signAssertion({ kid: key().kid, secret: randomBytes(32) }, principal, {
+      method: 'GET',
+      target: '/v1/orders',
+      requestId: 'r',
+    });
+    await expectRefused(forged);
+  });
+
+  it('refuses an unknown kid, a tampered payload, garbage and an oversized header', async () => {
+    const valid = signAssertion(key(), principal, { method: 'GET', target: '/v1/orders', requestId: 'r' });
+    const [version, kid, payload, signature] = valid.split('.') as [string, string, string, string];
+    await expectRefused([version, 'other-kid', payload, signature].join('.'));
+
+    const claims = JSON.parse(Buffer.from(payload, 'base64url').toString()) as Record<string, unknown>;
+    const escalated = Buffer.from(JSON.stringify({ ...claims, cid: 'cus_victim', scp: ['admin'] })).toString(
+      'base64url',
+    );
+    await expectRefused([version, kid, escalated, signature].join('.'));
+    await expectRefused('v1.test.e30.');
+    await expectRefused('not-an-assertion');
+    await expectRefused(`v1.${kid}.${'A'.repeat(9000)}.${signature}`);
+  });
+
+  it('refuses an expired assertion and one issued in the future', async () => {
+    const target = { method: 'GET', target: '/v1/orders', requestId: 'r' };
+    const past = signAssertion(key(), principal, target, { now: () => Date.now() - 10 * 60_000 });
+    const res = await expectRefused(past);
+    expect(res.body.reason).toBe('expired');
+    const future = signAssertion(key(), principal, target, { now: () => Date.now() + 10 * 60_000 });
+    await expectRefused(future);
+  });
+
+  it('refuses an assertion replayed against another method or path', async () => {
+    const forGet = signAssertion(key(), principal, { method: 'GET', target: '/v1/orders', requestId: 'r' });
+    await expectRefused(forGet, '/v1/orders', 'POST');
+    await expectRefused(forGet, '/v1/orders?status=paid');
+    await expectRefused(forGet, '/v1/users/me');
+  });
+
+  it('refuses a correctly signed assertion with a long lifetime or malformed claims', async () => {
+    const sign = (claims: object) => {
+      const input = `v1.${key().kid}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`;
+      return `${input}.${createHmac('sha256', key().secret).update(input).digest('base64url')}`;
+    };
+    const now = Math.floor(Date.now() / 1000);
+    const base = {
+      sub: 'u',
+      cid: 'c1',
+      scp: [],
+      amr: 'jwt',
+      htm: 'GET',
+      htu: '/v1/orders',
+      rid: 'r',
+      iat: now,
+    };
+    await expectRefused(sign({ ...base, exp: now + 86_400 }));
+    await expectRefused(sign({ ...base, exp: now + 30, cid: "x' or 1=1 --" }));
+    await expectRefused(sign({ ...base, exp: now + 30, scp: 'admin' }));
+  });
+
+  it('verifies with every key of the ring, so keys rotate without downtime', () => {
+    const old: AssertionKey = { kid: 'old', secret: randomBytes(32) };
+    const fresh: AssertionKey = { kid: 'new', secret: randomBytes(32) };
+    const request = { method: 'GET', target: '/x', requestId: 'r' };
+    const byOld = signAssertion(old, principal, request);
+    expect(verifyAssertion([fresh, old], byOld, request).ok).toBe(true);
+    expect(verifyAssertion([fresh], byOld, request)).toEqual({ ok: false, reason: 'unknown kid' });
+  });
+});
+
+describe('scopes', () => {
+  it('answers 403 insufficient_scope naming the missing scope, and changes nothing', async () => {
+    const reader = service.as({ customerId: 'cus_scope_1', scopes: ['orders:read'] });
+    const res = await reader.request('POST', '/v1/orders', { body: SAMPLE_ORDER });
+    expect(res.status).toBe(403);
+    expect(res.body).toMatchObject({ code: 'ERR_INSUFFICIENT_SCOPE', required_scope: 'orders:write' });
+    expect(res.headers.get('www-authenticate')).toBe(
+      'Bearer error="insufficient_scope", scope="orders:write"',
+    );
+    expect((await reader.request('GET', '/v1/orders')).body.data).toEqual([]);
+
+    const writer = service.as({ customerId: 'cus_scope_2', scopes: ['orders:write'] });
+    expect((await writer.request('GET', '/v1/orders')).status).toBe(403);
+    expect(
+      (await writer.request('POST', '/v1/payments', { body: { order_id: 'x', amount: 1 } })).status,
+    ).toBe(403);
+    expect((await writer.request('GET', '/v1/customers/cus_scope_2/invoices')).status).toBe(403);
+    // An unknown scope grants nothing.
+    const odd = service.as({ customerId: 'cus_scope_3', scopes: ['orders:*', 'admin:read'] });
+    expect((await odd.request('GET', '/v1/orders')).status).toBe(403);
+  });
+});
