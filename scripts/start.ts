@@ -25,7 +25,10 @@ async function main(): Promise<void> {
     databaseUrl = embedded.url;
     logger.info({ dataDir }, 'DATABASE_URL not set: using the embedded PostgreSQL (PGlite) in the data dir');
   }
-  const sql = connectDatabase({ url: databaseUrl, ...(embedded === undefined ? {} : { max: embedded.maxConnections }) });
+  const sql = connectDatabase({
+    url: databaseUrl,
+    ...(embedded === undefined ? {} : { max: embedded.maxConnections }),
+  });
   await migrate(sql);
 
   const service = await startService({
