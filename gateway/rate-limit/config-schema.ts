@@ -1,0 +1,112 @@
+/**
+ * The `rateLimits` section of the gateway config. Every field has a type, a default and a
+ * description; docs/configuration.md is written from this.
+ */
+import { Type } from '@sinclair/typebox';
+import type { Static } from '@sinclair/typebox';
+
+/** `30s`, `1m`, `2h`, `1d`, or a whole number of seconds. */
+export const DURATION_PATTERN = '^[1-9][0-9]*(s|m|h|d)?$';
+const Duration = (description: string, defaultValue: string) =>
+  Type.Union([Type.String({ pattern: DURATION_PATTERN }), Type.Integer({ minimum: 1 })], {
+    description,
+    default: defaultValue,
+  });
+
+const HTTP_METHOD = Type.Unsafe<string>({
+  type: 'string',
+  enum: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
+});
+
+export const RateLimitPolicySchema = Type.Object(
+  {
+    name: Type.String({
+      pattern: '^[A-Za-z0-9_-]{1,64}$',
+      description: 'Names the policy in RateLimit headers, logs and metrics. Unique.',
+    }),
+    key: Type.Unsafe<'principal' | 'customer' | 'apiKey' | 'ip'>({
+      type: 'string',
+      enum: ['principal', 'customer', 'apiKey', 'ip'],
+      default: 'principal',
+      description:
+        'What is counted: the authenticated principal, its customer (all its tokens and keys together), the API key (only requests made with one), or the client address.',
+    }),
+    limit: Type.Integer({ minimum: 1, maximum: 1_000_000_000, description: 'Requests allowed per window.' }),
+    window: Duration('Length of the fixed window.', '60s'),
+    match: Type.Optional(
+      Type.Object(
+        {
+          methods: Type.Optional(
+            Type.Array(HTTP_METHOD, { minItems: 1, uniqueItems: true, description: 'Only these methods.' }),
+          ),
+          path: Type.Optional(
+            Type.String({
+              pattern: '^/',
+              description: 'Only this path and the paths below it (segment-wise prefix).',
+            }),
+          ),
+        },
+        { additionalProperties: false, description: 'Which requests the policy counts; all when absent.' },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type RateLimitPolicyConfig = Static<typeof RateLimitPolicySchema>;
+
+export const RateLimitsSchema = Type.Object(
+  {
+    onStoreFailure: Type.Unsafe<'memory' | 'allow' | 'deny'>({
+      type: 'string',
+      enum: ['memory', 'allow', 'deny'],
+      default: 'memory',
+      description:
+        'When Redis is down or slow: `memory` counts per gateway instance, `allow` lets requests through, `deny` answers 503. Authentication never fails open.',
+    }),
+    storeTimeoutMs: Type.Integer({
+      minimum: 5,
+      maximum: 5000,
+      default: 50,
+      description: 'Longest a Redis command may take before the store counts as failed for that request.',
+    }),
+    policies: Type.Array(RateLimitPolicySchema, {
+      default: [{ name: 'default', key: 'principal', limit: 600, window: '60s' }],
+      description:
+        'Every policy that matches a request counts it; the request is refused if any is exceeded.',
+    }),
+    authFailures: Type.Object(
+      {
+        limit: Type.Integer({
+          minimum: 1,
+          default: 20,
+          description: 'Failed authentications allowed per window.',
+        }),
+        window: Duration('Window of the failed-authentication counter.', '60s'),
+      },
+      {
+        additionalProperties: false,
+        default: { limit: 20, window: '60s' },
+        description:
+          'Built-in policy: failed authentications per client address. Once exceeded, requests from that address are refused before any credential is verified.',
+      },
+    ),
+  },
+  { additionalProperties: false },
+);
+export type RateLimitsConfig = Static<typeof RateLimitsSchema>;
+
+export const DEFAULT_RATE_LIMITS: RateLimitsConfig = {
+  onStoreFailure: 'memory',
+  storeTimeoutMs: 50,
+  policies: [{ name: 'default', key: 'principal', limit: 600, window: '60s' }],
+  authFailures: { limit: 20, window: '60s' },
+};
+
+const UNIT_SECONDS = { s: 1, m: 60, h: 3600, d: 86_400 } as const;
+
+export function durationSeconds(value: string | number): number {
+  if (typeof value === 'number') return value;
+  const match = /^([1-9][0-9]*)([smhd])?$/.exec(value);
+  if (match === null) throw new Error(`not a duration: ${value}`);
+  return Number(match[1]) * UNIT_SECONDS[(match[2] ?? 's') as keyof typeof UNIT_SECONDS];
+}

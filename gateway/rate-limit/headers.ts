@@ -1,0 +1,38 @@
+/**
+ * Rate-limit answers: `RateLimit-Policy` and `RateLimit` (IETF httpapi RateLimit header
+ * fields draft, structured-field lists: `"name";q=LIMIT;w=WINDOW` and `"name";r=REMAINING;t=RESET`),
+ * and the 429 problem with `Retry-After` in whole seconds (RFC 6585, RFC 9110).
+ */
+import { HttpProblem } from '../../shared/errors.ts';
+import type { PolicyOutcome, RateLimitDecision } from './limiter.ts';
+
+/** Policy names are restricted by the config schema to characters safe inside an sf-string. */
+export function rateLimitHeaders(outcomes: readonly PolicyOutcome[]): Record<string, string> {
+  if (outcomes.length === 0) return {};
+  return {
+    'RateLimit-Policy': outcomes.map((o) => `"${o.name}";q=${o.limit};w=${o.windowSeconds}`).join(', '),
+    RateLimit: outcomes.map((o) => `"${o.name}";r=${o.remaining};t=${o.resetSeconds}`).join(', '),
+  };
+}
+
+export function rateLimitProblem(decision: Extract<RateLimitDecision, { kind: 'limited' }>): HttpProblem {
+  const exceeded = decision.outcomes.filter((o) => o.exceeded).map((o) => o.name);
+  return new HttpProblem(
+    'ERR_RATE_LIMITED',
+    `Rate limit ${exceeded.join(', ')} exceeded; retry in ${decision.retryAfterSeconds} s`,
+    {
+      headers: { 'Retry-After': String(decision.retryAfterSeconds), ...rateLimitHeaders(decision.outcomes) },
+      extensions: { policies: exceeded, retry_after: decision.retryAfterSeconds },
+    },
+  );
+}
+
+export function storeUnavailableProblem(): HttpProblem {
+  return new HttpProblem(
+    'ERR_SERVICE_UNAVAILABLE',
+    'Rate limits cannot be checked right now; retry shortly',
+    {
+      headers: { 'Retry-After': '1' },
+    },
+  );
+}

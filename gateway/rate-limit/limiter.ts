@@ -1,0 +1,240 @@
+/**
+ * Counting requests against the configured policies, in Redis (exact across gateway replicas:
+ * one atomic INCR-with-expiry per policy and key) or in memory.
+ *
+ * Being over a limit is a result, not an exception. A store failure is an error with an
+ * explicit policy (`onStoreFailure`), decided here and nowhere else.
+ */
+import type { Redis } from 'ioredis';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import type { Principal } from '../../shared/principal.ts';
+import { durationSeconds } from './config-schema.ts';
+import type { RateLimitPolicyConfig, RateLimitsConfig } from './config-schema.ts';
+
+export interface RateLimitSubject {
+  method: string;
+  path: string;
+  clientIp: string;
+  principal?: Principal;
+}
+
+/** Where one policy stands for this request, for the RateLimit headers. */
+export interface PolicyOutcome {
+  name: string;
+  limit: number;
+  windowSeconds: number;
+  remaining: number;
+  resetSeconds: number;
+  exceeded: boolean;
+}
+
+export type StoreState = 'redis' | 'memory' | 'none';
+
+export type RateLimitDecision =
+  | { kind: 'allowed'; outcomes: PolicyOutcome[]; store: StoreState }
+  | { kind: 'limited'; outcomes: PolicyOutcome[]; retryAfterSeconds: number; store: StoreState }
+  /** The store failed and `onStoreFailure: deny`. */
+  | { kind: 'unavailable'; store: StoreState };
+
+export interface RateLimiterStatus {
+  backend: 'redis' | 'memory';
+  /** Redis configured but failing now (or within the last few seconds). */
+  degraded: boolean;
+  storeFailures: number;
+}
+
+export interface RateLimiter {
+  check(subject: RateLimitSubject): Promise<RateLimitDecision>;
+  /** A 'limited' decision when this address has failed authentication too often, else undefined. */
+  checkAuthFailures(clientIp: string): Promise<RateLimitDecision | undefined>;
+  recordAuthFailure(clientIp: string): Promise<void>;
+  /** Swaps in new policies; requests already counting finish with the old ones. */
+  reconfigure(config: RateLimitsConfig): void;
+  status(): RateLimiterStatus;
+}
+
+interface CompiledPolicy {
+  config: RateLimitPolicyConfig;
+  windowSeconds: number;
+  redis: RateLimiterRedis | undefined;
+  memory: RateLimiterMemory;
+}
+
+const DEGRADED_FOR_MS = 5000;
+
+function subjectKey(policy: RateLimitPolicyConfig, subject: RateLimitSubject): string | undefined {
+  const p = subject.principal;
+  switch (policy.key) {
+    case 'ip':
+      return subject.clientIp;
+    case 'customer':
+      return p?.customerId;
+    case 'apiKey':
+      return p?.authMethod === 'apikey' ? p.keyId : undefined;
+    case 'principal':
+      return p === undefined ? undefined : `${p.authMethod}:${p.keyId ?? p.subject}`;
+  }
+}
+
+function matches(policy: RateLimitPolicyConfig, subject: RateLimitSubject): boolean {
+  const match = policy.match;
+  if (match === undefined) return true;
+  if (match.methods !== undefined && !match.methods.includes(subject.method)) return false;
+  if (match.path !== undefined) {
+    const prefix = match.path.endsWith('/') ? match.path.slice(0, -1) : match.path;
+    if (subject.path !== prefix && !subject.path.startsWith(`${prefix}/`)) return false;
+  }
+  return true;
+}
+
+export function createRateLimiter(
+  initial: RateLimitsConfig,
+  deps: { redis?: Redis | undefined; onStoreError?: (error: unknown) => void },
+): RateLimiter {
+  const { redis } = deps;
+  let config = initial;
+  let storeFailures = 0;
+  let lastFailureAt = 0;
+
+  const compile = (policy: RateLimitPolicyConfig, prefix: string): CompiledPolicy => {
+    const windowSeconds = durationSeconds(policy.window);
+    // The window is part of the key: changing it starts fresh counters, changing the limit
+    // keeps them (the new limit applies to what was already counted).
+    const keyPrefix = `rl:${prefix}${policy.name}:${windowSeconds}`;
+    return {
+      config: policy,
+      windowSeconds,
+      redis:
+        redis === undefined
+          ? undefined
+          : new RateLimiterRedis({
+              storeClient: redis,
+              keyPrefix,
+              points: policy.limit,
+              duration: windowSeconds,
+            }),
+      memory: new RateLimiterMemory({ keyPrefix, points: policy.limit, duration: windowSeconds }),
+    };
+  };
+  const compileAll = (c: RateLimitsConfig) => ({
+    policies: c.policies.map((p) => compile(p, 'p:')),
+    authFailures: compile({ name: 'auth-failures', key: 'ip', ...c.authFailures }, 'builtin:'),
+  });
+  let compiled = compileAll(config);
+
+  type Counted = { res: RateLimiterRes; store: StoreState } | { failed: true };
+
+  /**
+   * Counts (or, with `peek`, reads) one key in one policy; never throws. `memoryOnFailure`
+   * overrides `onStoreFailure` for the built-in failed-authentication counter, which must keep
+   * throttling whatever the operator chose for ordinary traffic.
+   */
+  async function count(
+    policy: CompiledPolicy,
+    key: string,
+    peek = false,
+    memoryOnFailure = false,
+  ): Promise<Counted> {
+    const run = async (limiter: RateLimiterRedis | RateLimiterMemory): Promise<RateLimiterRes> => {
+      try {
+        if (!peek) return await limiter.consume(key, 1);
+        return (await limiter.get(key)) ?? new RateLimiterRes(policy.config.limit, 0, 0, false);
+      } catch (error) {
+        if (error instanceof RateLimiterRes) return error;
+        throw error;
+      }
+    };
+    if (policy.redis !== undefined) {
+      try {
+        return { res: await run(policy.redis), store: 'redis' };
+      } catch (error) {
+        storeFailures++;
+        lastFailureAt = Date.now();
+        deps.onStoreError?.(error);
+        if (config.onStoreFailure !== 'memory' && !memoryOnFailure) return { failed: true };
+      }
+    }
+    return { res: await run(policy.memory), store: 'memory' };
+  }
+
+  function outcome(policy: CompiledPolicy, res: RateLimiterRes): PolicyOutcome {
+    return {
+      name: policy.config.name,
+      limit: policy.config.limit,
+      windowSeconds: policy.windowSeconds,
+      remaining: Math.max(policy.config.limit - res.consumedPoints, 0),
+      resetSeconds: Math.max(Math.ceil(res.msBeforeNext / 1000), 0),
+      exceeded: res.consumedPoints > policy.config.limit,
+    };
+  }
+
+  function decide(results: [CompiledPolicy, Counted][]): RateLimitDecision {
+    const outcomes: PolicyOutcome[] = [];
+    let store: StoreState = 'none';
+    for (const [policy, counted] of results) {
+      if ('failed' in counted) {
+        if (config.onStoreFailure === 'deny') return { kind: 'unavailable', store: 'none' };
+        continue; // allow: this policy says nothing about this request
+      }
+      store = counted.store;
+      outcomes.push(outcome(policy, counted.res));
+    }
+    const exceeded = outcomes.filter((o) => o.exceeded);
+    if (exceeded.length === 0) return { kind: 'allowed', outcomes, store };
+    return {
+      kind: 'limited',
+      outcomes,
+      store,
+      // The request may be retried once every exceeded window has reset.
+      retryAfterSeconds: Math.max(1, ...exceeded.map((o) => o.resetSeconds)),
+    };
+  }
+
+  return {
+    async check(subject) {
+      const applicable = compiled.policies
+        .filter((p) => matches(p.config, subject))
+        .map((p) => [p, subjectKey(p.config, subject)] as const)
+        .filter((entry): entry is readonly [CompiledPolicy, string] => entry[1] !== undefined);
+      const results = await Promise.all(
+        applicable.map(
+          async ([policy, key]) => [policy, await count(policy, key)] as [CompiledPolicy, Counted],
+        ),
+      );
+      return decide(results);
+    },
+
+    async checkAuthFailures(clientIp) {
+      const policy = compiled.authFailures;
+      const counted = await count(policy, clientIp, true, true);
+      if ('failed' in counted) return undefined;
+      if (counted.res.consumedPoints < policy.config.limit) return undefined;
+      const o = { ...outcome(policy, counted.res), exceeded: true };
+      return {
+        kind: 'limited',
+        outcomes: [o],
+        store: counted.store,
+        retryAfterSeconds: Math.max(1, o.resetSeconds),
+      };
+    },
+
+    async recordAuthFailure(clientIp) {
+      await count(compiled.authFailures, clientIp, false, true);
+    },
+
+    reconfigure(next) {
+      const nextCompiled = compileAll(next);
+      config = next;
+      compiled = nextCompiled;
+    },
+
+    status() {
+      return {
+        backend: redis === undefined ? 'memory' : 'redis',
+        degraded:
+          redis !== undefined && (redis.status !== 'ready' || Date.now() - lastFailureAt < DEGRADED_FOR_MS),
+        storeFailures,
+      };
+    },
+  };
+}
