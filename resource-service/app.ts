@@ -17,7 +17,7 @@ import type { Principal } from '../shared/principal.ts';
 import { createCustomerRegistry } from './customers.ts';
 import { createCursorCodec } from './http/cursor.ts';
 import { authenticate } from './http/identity.ts';
-import { sendJson } from './http/respond.ts';
+import { NO_STORE, sendJson } from './http/respond.ts';
 import { buildOpenApiDocument } from './openapi.ts';
 import { registerCustomerRoutes } from './routes/customers.ts';
 import { registerOrderRoutes } from './routes/orders.ts';
@@ -82,7 +82,7 @@ export function createServiceApp(options: ServiceOptions): Polka<ServiceRequest>
   });
   app.get('/healthz', async (_req, res) => {
     await sql`select 1`;
-    sendJson(res, { status: 200, body: { status: 'ok' }, cacheControl: 'no-store' });
+    sendJson(res, { status: 200, body: { status: 'ok' }, cache: NO_STORE });
   });
 
   app.use(async (req, _res, next) => {

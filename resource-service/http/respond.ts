@@ -2,25 +2,38 @@
  * Writing JSON responses, with the caching headers every response must state.
  */
 import type { ServerResponse } from 'node:http';
+import { GATEWAY_CACHE_CONTROL } from '../../shared/cache-headers.ts';
+
+/** What caches may do with a response: the general rule, and the gateway's own (RFC 9213). */
+export interface CachePolicy {
+  cacheControl: string;
+  gateway?: string;
+}
 
 /**
- * Per-customer reads: no shared cache may store them (the gateway's cache gets its own,
- * targeted instruction), and clients revalidate with the ETag on every use.
+ * Per-customer reads: no shared cache may store them and clients revalidate with the ETag on
+ * every use; the Portico gateway alone may keep them for 30 s, per customer, because every
+ * write through it drops what it changed (see Portico-Invalidates).
  */
-export const PRIVATE_REVALIDATE = 'private, no-cache';
-export const NO_STORE = 'no-store';
+export const PER_CUSTOMER: CachePolicy = { cacheControl: 'private, no-cache', gateway: 'max-age=30' };
+export const NO_STORE: CachePolicy = { cacheControl: 'no-store' };
 
 export interface JsonResponse {
   status: number;
   body?: unknown;
   headers?: Record<string, string>;
-  cacheControl: string;
+  cache: CachePolicy;
+}
+
+function setCacheHeaders(res: ServerResponse, cache: CachePolicy): void {
+  res.setHeader('Cache-Control', cache.cacheControl);
+  if (cache.gateway !== undefined) res.setHeader(GATEWAY_CACHE_CONTROL, cache.gateway);
 }
 
 export function sendJson(res: ServerResponse, response: JsonResponse): void {
   res.statusCode = response.status;
   for (const [name, value] of Object.entries(response.headers ?? {})) res.setHeader(name, value);
-  res.setHeader('Cache-Control', response.cacheControl);
+  setCacheHeaders(res, response.cache);
   if (response.body === undefined) {
     res.end();
     return;
@@ -32,9 +45,9 @@ export function sendJson(res: ServerResponse, response: JsonResponse): void {
 }
 
 /** 304: the validator and caching headers, no body (RFC 9110 section 15.4.5). */
-export function sendNotModified(res: ServerResponse, etag: string, cacheControl: string): void {
+export function sendNotModified(res: ServerResponse, etag: string, cache: CachePolicy): void {
   res.statusCode = 304;
   res.setHeader('ETag', etag);
-  res.setHeader('Cache-Control', cacheControl);
+  setCacheHeaders(res, cache);
   res.end();
 }

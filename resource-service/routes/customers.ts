@@ -9,7 +9,7 @@ import type { ServiceRequest } from '../app.ts';
 import { isNotModified } from '../http/conditional.ts';
 import { requireScope } from '../http/identity.ts';
 import { integerBetween, oneOf, parseQuery, text, timestamp } from '../http/query.ts';
-import { PRIVATE_REVALIDATE, sendJson, sendNotModified } from '../http/respond.ts';
+import { PER_CUSTOMER, sendJson, sendNotModified } from '../http/respond.ts';
 import { INVOICE_STATUSES } from '../schemas.ts';
 import type { Customer, Invoice } from '../schemas.ts';
 import { notFound } from './context.ts';
@@ -77,14 +77,14 @@ export function registerCustomerRoutes(app: Polka<ServiceRequest>, ctx: RouteCon
     if (row === undefined) throw notFound('customer');
     const etag = `"c1.${row.version}"`;
     if (isNotModified(req, etag)) {
-      sendNotModified(res, etag, PRIVATE_REVALIDATE);
+      sendNotModified(res, etag, PER_CUSTOMER);
       return;
     }
     sendJson(res, {
       status: 200,
       body: toCustomer(row),
       headers: { ETag: etag },
-      cacheControl: PRIVATE_REVALIDATE,
+      cache: PER_CUSTOMER,
     });
   });
 

@@ -9,7 +9,7 @@ import type { Principal } from '../../shared/principal.ts';
 import { isAdmin } from '../../shared/principal.ts';
 import type { CursorCodec, CursorPosition } from '../http/cursor.ts';
 import { isNotModified } from '../http/conditional.ts';
-import { PRIVATE_REVALIDATE, sendJson, sendNotModified } from '../http/respond.ts';
+import { PER_CUSTOMER, sendJson, sendNotModified } from '../http/respond.ts';
 
 export const DEFAULT_PAGE_SIZE = 20;
 export const MAX_PAGE_SIZE = 100;
@@ -50,7 +50,7 @@ export function sendPage<Row, Item>(req: Request, res: ServerResponse, page: Pag
     .digest('base64url')
     .slice(0, 27)}"`;
   if (isNotModified(req, etag)) {
-    sendNotModified(res, etag, PRIVATE_REVALIDATE);
+    sendNotModified(res, etag, PER_CUSTOMER);
     return;
   }
 
@@ -64,6 +64,6 @@ export function sendPage<Row, Item>(req: Request, res: ServerResponse, page: Pag
     status: 200,
     body: { data: rows.map(page.toItem), next_cursor: nextCursor },
     headers,
-    cacheControl: PRIVATE_REVALIDATE,
+    cache: PER_CUSTOMER,
   });
 }

@@ -2,6 +2,7 @@
  * /v1/orders: create (idempotent), read, list, replace, patch (RFC 7396), delete.
  */
 import type { Polka } from 'polka';
+import { CACHE_INVALIDATES, formatInvalidates } from '../../shared/cache-headers.ts';
 import { HttpProblem } from '../../shared/errors.ts';
 import { isAdmin } from '../../shared/principal.ts';
 import type { ServiceRequest } from '../app.ts';
@@ -9,7 +10,7 @@ import { readJsonBody } from '../http/body.ts';
 import { assertIfMatch, isNotModified } from '../http/conditional.ts';
 import { requireScope } from '../http/identity.ts';
 import { integerBetween, oneOf, parseQuery, text, timestamp } from '../http/query.ts';
-import { NO_STORE, PRIVATE_REVALIDATE, sendJson, sendNotModified } from '../http/respond.ts';
+import { NO_STORE, PER_CUSTOMER, sendJson, sendNotModified } from '../http/respond.ts';
 import { idempotencyKeyOf, requestFingerprint, runIdempotent } from '../idempotency.ts';
 import {
   deleteOrder,
@@ -47,12 +48,17 @@ const listParameters = {
   customer_id: text(new RegExp(CUSTOMER_ID_PATTERN), 'must be a customer id'),
 };
 
-function orderResponse(row: OrderRow, status: number, extra: Record<string, string> = {}) {
+function orderRead(row: OrderRow) {
+  return { status: 200, body: toOrder(row), headers: { ETag: orderEtag(row) }, cache: PER_CUSTOMER };
+}
+
+/** A changed order: the gateway drops the order and every list of orders. */
+function orderWritten(row: OrderRow) {
   return {
-    status,
+    status: 200,
     body: toOrder(row),
-    headers: { ETag: orderEtag(row), ...extra },
-    cacheControl: status === 200 && Object.keys(extra).length === 0 ? PRIVATE_REVALIDATE : NO_STORE,
+    headers: { ETag: orderEtag(row), [CACHE_INVALIDATES]: formatInvalidates(['/v1/orders']) },
+    cache: NO_STORE,
   };
 }
 
@@ -104,7 +110,11 @@ export function registerOrderRoutes(app: Polka<ServiceRequest>, ctx: RouteContex
         const row = await insertOrder(tx, customerId, input);
         return {
           status: 201,
-          headers: { Location: `/v1/orders/${row.id}`, ETag: orderEtag(row) },
+          headers: {
+            Location: `/v1/orders/${row.id}`,
+            ETag: orderEtag(row),
+            [CACHE_INVALIDATES]: formatInvalidates(['/v1/orders']),
+          },
           body: toOrder(row),
         };
       },
@@ -112,7 +122,7 @@ export function registerOrderRoutes(app: Polka<ServiceRequest>, ctx: RouteContex
     sendJson(res, {
       ...response,
       headers: { ...response.headers, ...(replayed ? { 'Idempotent-Replayed': 'true' } : {}) },
-      cacheControl: NO_STORE,
+      cache: NO_STORE,
     });
   });
 
@@ -122,10 +132,10 @@ export function registerOrderRoutes(app: Polka<ServiceRequest>, ctx: RouteContex
     const row = await findOrder(sql, id, ownerScope(req.principal));
     if (row === undefined) throw notFound('order');
     if (isNotModified(req, orderEtag(row))) {
-      sendNotModified(res, orderEtag(row), PRIVATE_REVALIDATE);
+      sendNotModified(res, orderEtag(row), PER_CUSTOMER);
       return;
     }
-    sendJson(res, orderResponse(row, 200));
+    sendJson(res, orderRead(row));
   });
 
   app.put('/v1/orders/:id', async (req, res) => {
@@ -143,7 +153,7 @@ export function registerOrderRoutes(app: Polka<ServiceRequest>, ctx: RouteContex
       }
       return updateOrder(tx, id, { items: input.items, currency: input.currency });
     });
-    sendJson(res, { ...orderResponse(row, 200), cacheControl: NO_STORE });
+    sendJson(res, orderWritten(row));
   });
 
   app.patch('/v1/orders/:id', async (req, res) => {
@@ -171,7 +181,7 @@ export function registerOrderRoutes(app: Polka<ServiceRequest>, ctx: RouteContex
         ...(patch.items === undefined ? {} : { items: patch.items }),
       });
     });
-    sendJson(res, { ...orderResponse(row, 200), cacheControl: NO_STORE });
+    sendJson(res, orderWritten(row));
   });
 
   app.delete('/v1/orders/:id', async (req, res) => {
@@ -187,7 +197,11 @@ export function registerOrderRoutes(app: Polka<ServiceRequest>, ctx: RouteContex
       }
       await deleteOrder(tx, id);
     });
-    sendJson(res, { status: 204, cacheControl: NO_STORE });
+    sendJson(res, {
+      status: 204,
+      headers: { [CACHE_INVALIDATES]: formatInvalidates(['/v1/orders']) },
+      cache: NO_STORE,
+    });
   });
 
   methodNotAllowed(app, '/v1/orders', ['GET', 'HEAD', 'POST']);

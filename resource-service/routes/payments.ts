@@ -3,11 +3,12 @@
  * transaction, exactly once per order (a unique constraint backs the check).
  */
 import type { Polka } from 'polka';
+import { CACHE_INVALIDATES, formatInvalidates } from '../../shared/cache-headers.ts';
 import { HttpProblem } from '../../shared/errors.ts';
 import type { ServiceRequest } from '../app.ts';
 import { readJsonBody } from '../http/body.ts';
 import { requireScope } from '../http/identity.ts';
-import { NO_STORE, PRIVATE_REVALIDATE, sendJson } from '../http/respond.ts';
+import { NO_STORE, PER_CUSTOMER, sendJson } from '../http/respond.ts';
 import { idempotencyKeyOf, requestFingerprint, runIdempotent } from '../idempotency.ts';
 import { findOrder, updateOrder } from '../orders/repository.ts';
 import type { Db } from '../orders/repository.ts';
@@ -97,13 +98,25 @@ export function registerPaymentRoutes(app: Polka<ServiceRequest>, ctx: RouteCont
         await updateOrder(tx, order.id, { status: 'paid' });
         const row = await findPayment(tx, payment.id, customerId);
         if (row === undefined) throw new Error('inserted payment not found');
-        return { status: 201, headers: { Location: `/v1/payments/${row.id}` }, body: toPayment(row) };
+        return {
+          status: 201,
+          headers: {
+            Location: `/v1/payments/${row.id}`,
+            // Paying changed the order and the customer's invoices, not only /v1/payments.
+            [CACHE_INVALIDATES]: formatInvalidates([
+              `/v1/orders/${order.id}`,
+              '/v1/orders',
+              `/v1/customers/${encodeURIComponent(customerId)}/invoices`,
+            ]),
+          },
+          body: toPayment(row),
+        };
       },
     );
     sendJson(res, {
       ...response,
       headers: { ...response.headers, ...(replayed ? { 'Idempotent-Replayed': 'true' } : {}) },
-      cacheControl: NO_STORE,
+      cache: NO_STORE,
     });
   });
 
@@ -118,7 +131,7 @@ export function registerPaymentRoutes(app: Polka<ServiceRequest>, ctx: RouteCont
       status: 200,
       body: toPayment(row),
       headers: { ETag: `"p1"` },
-      cacheControl: PRIVATE_REVALIDATE,
+      cache: PER_CUSTOMER,
     });
   });
 

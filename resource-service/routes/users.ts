@@ -16,7 +16,7 @@ export function registerUserRoutes(app: Polka<ServiceRequest>): void {
         auth_method: principal.authMethod,
         ...(principal.keyId === undefined ? {} : { key_id: principal.keyId }),
       },
-      cacheControl: NO_STORE,
+      cache: NO_STORE,
     });
   });
   methodNotAllowed(app, '/v1/users/me', ['GET', 'HEAD']);

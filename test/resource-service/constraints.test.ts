@@ -44,7 +44,7 @@ describe('database constraints', () => {
       [0, 1],
       [10_001, 1],
       [1, -1],
-    ]) {
+    ] as const) {
       await expect(
         sql`insert into order_items (order_id, position, sku, quantity, unit_price) values (${order}, 0, 'A', ${quantity}, ${price})`,
       ).rejects.toEqual(violation('23514'));

@@ -36,6 +36,9 @@ describe('creating and reading orders', () => {
     expect(read.body).toEqual(res.body);
     expect(read.headers.get('etag')).toBe(res.headers.get('etag'));
     expect(read.headers.get('cache-control')).toBe('private, no-cache');
+    // RFC 9213 targeted cache control: only the gateway may keep it, per customer.
+    expect(read.headers.get('portico-cache-control')).toBe('max-age=30');
+    expect(res.headers.get('portico-invalidates')).toBe('</v1/orders>');
   });
 
   it('answers 304 to a matching If-None-Match, and 200 once the order changed', async () => {

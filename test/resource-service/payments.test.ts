@@ -25,6 +25,10 @@ describe('payments', () => {
     expect(paid.status).toBe(201);
     expect(paid.headers.get('location')).toBe(`/v1/payments/${paid.body.id}`);
     expect(paid.body).toMatchObject({ order_id: order.id, amount: 2500, currency: 'EUR' });
+    // Tells the gateway's cache what else the payment changed.
+    expect(paid.headers.get('portico-invalidates')).toBe(
+      `</v1/orders/${order.id}>, </v1/orders>, </v1/customers/${alice.principal.customerId}/invoices>`,
+    );
 
     expect((await alice.request('GET', `/v1/orders/${order.id}`)).body.status).toBe('paid');
     expect((await alice.request('GET', `/v1/payments/${paid.body.id}`)).body).toEqual(paid.body);
