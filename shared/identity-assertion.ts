@@ -11,7 +11,9 @@
  * bind the assertion to one request (method, target, request id) and to a short lifetime, so a
  * captured header cannot be replayed against another endpoint, or later.
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, createSecretKey, timingSafeEqual } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
+import type { HmacKey } from './data-dir-secrets.ts';
 import type { Principal } from './principal.ts';
 import { isValidCustomerId } from './principal.ts';
 
@@ -19,10 +21,7 @@ export const IDENTITY_HEADER = 'portico-identity';
 const VERSION = 'v1';
 
 /** A named HMAC key; the first key of a ring signs, every key of it verifies (rotation). */
-export interface AssertionKey {
-  kid: string;
-  secret: Buffer;
-}
+export type AssertionKey = HmacKey;
 
 export interface AssertionClaims {
   sub: string;
@@ -53,8 +52,18 @@ const MAX_LIFETIME = 120;
 /** A header larger than this is not ours; refuse before any work. */
 const MAX_ASSERTION_LENGTH = 8192;
 
+/**
+ * HMAC with a KeyObject made once per key: with a raw Buffer, Node imports the key on every
+ * call (measured ~15 µs against ~2.4 µs here), on every request, in both processes.
+ */
+const keyObjects = new WeakMap<AssertionKey, KeyObject>();
 function mac(key: AssertionKey, signingInput: string): Buffer {
-  return createHmac('sha256', key.secret).update(signingInput).digest();
+  let keyObject = keyObjects.get(key);
+  if (keyObject === undefined) {
+    keyObject = createSecretKey(key.secret);
+    keyObjects.set(key, keyObject);
+  }
+  return createHmac('sha256', keyObject).update(signingInput).digest();
 }
 
 /** Signs an assertion of `principal` for one request. Used by the gateway. */

@@ -7,7 +7,8 @@
  * query or another customer (queries are scoped by customer anyway; this makes tampering a
  * clear 400 instead of a silent surprise).
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, createSecretKey, timingSafeEqual } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
 import { HttpProblem } from '../../shared/errors.ts';
 
 export interface CursorPosition {
@@ -24,9 +25,11 @@ export interface CursorCodec {
 const TAG_BYTES = 16;
 
 export function createCursorCodec(secrets: readonly Buffer[]): CursorCodec {
-  const [signing] = secrets;
+  // KeyObjects made once: a raw Buffer key is imported again on every HMAC call.
+  const keys = secrets.map((secret) => createSecretKey(secret));
+  const [signing] = keys;
   if (signing === undefined) throw new Error('cursor codec needs at least one secret');
-  const tag = (secret: Buffer, payload: string, binding: string) =>
+  const tag = (secret: KeyObject, payload: string, binding: string) =>
     createHmac('sha256', secret).update(`cursor\0${binding}\0${payload}`).digest().subarray(0, TAG_BYTES);
 
   return {
@@ -49,7 +52,7 @@ export function createCursorCodec(secrets: readonly Buffer[]): CursorCodec {
       }
       const given = Buffer.from(signature, 'base64url');
       // Any key of the ring verifies, so cursors survive a key rotation.
-      const valid = secrets.some((secret) => {
+      const valid = keys.some((secret) => {
         const expected = tag(secret, payload, binding);
         return given.length === expected.length && timingSafeEqual(given, expected);
       });

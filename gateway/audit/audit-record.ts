@@ -1,0 +1,95 @@
+/**
+ * One audit record: which fields exist, how they are made safe, and how a record is sealed
+ * into the hash chain. Shared by the writer and the verifier so both agree byte for byte.
+ *
+ * A line is `{"seq":N,...,"prev":"<hex>","hash":"<hex>"}` where `prev` is the SHA-256 of the
+ * previous line's exact bytes (64 zeros for the first) and `hash` the SHA-256 of this line
+ * up to, not including, `,"hash"` and closed with `}`. `hash` lets the verifier name the very
+ * record that was edited; `prev` catches a record removed, inserted or reordered.
+ */
+import { createHash } from 'node:crypto';
+
+/** What the gateway knows about a finished request. Only these fields are ever written. */
+export interface AuditEntry {
+  /** Epoch milliseconds when the request arrived; defaults to when it was recorded. */
+  time?: number;
+  requestId: string;
+  subject?: string;
+  customerId?: string;
+  /** API key id (never the key). */
+  keyId?: string;
+  clientAddress?: string;
+  method: string;
+  /** Route or path; anything after `?` is dropped, since queries can carry credentials. */
+  route: string;
+  status: number;
+  latencyMs: number;
+  /** `ok`, `refused`, `unavailable`, or `none` for routes without authentication. */
+  authOutcome: string;
+  authReason?: string;
+  /** Outcome of the rate-limit stage once it exists, e.g. `allowed`, `limited`. */
+  rateLimit?: string;
+  /** Outcome of the cache stage once it exists, e.g. `hit`, `miss`, `stale`. */
+  cache?: string;
+}
+
+export const GENESIS_PREV = '0'.repeat(64);
+const MAX_FIELD_LENGTH = 512;
+const HASH_SUFFIX = /,"hash":"([0-9a-f]{64})"\}$/;
+
+export const sha256Hex = (data: string | Buffer) => createHash('sha256').update(data).digest('hex');
+
+function text(value: string | number | undefined): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  const s = String(value);
+  return s.length > MAX_FIELD_LENGTH ? `${s.slice(0, MAX_FIELD_LENGTH)}…` : s;
+}
+
+/**
+ * JSON.stringify escapes C0 controls, quotes and lone surrogates; these remain, and would let
+ * a crafted value break a line for some readers (U+2028/2029) or drive a terminal (C1, DEL).
+ */
+function escapeControls(json: string): string {
+  return json.replace(
+    /[\u007f-\u009f\u2028\u2029]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+}
+
+/** Builds the sealed line (without newline) for `entry` as record `seq` after `prev`. */
+export function sealRecord(
+  entry: AuditEntry,
+  seq: number,
+  prev: string,
+  extra: { dropped?: number } = {},
+): string {
+  const route = text(entry.route) ?? '';
+  const query = route.indexOf('?');
+  const record = {
+    seq,
+    time: new Date(entry.time ?? Date.now()).toISOString(),
+    requestId: text(entry.requestId),
+    subject: text(entry.subject),
+    customerId: text(entry.customerId),
+    keyId: text(entry.keyId),
+    clientAddress: text(entry.clientAddress),
+    method: text(entry.method),
+    route: query === -1 ? route : route.slice(0, query),
+    status: Number.isInteger(entry.status) ? entry.status : 0,
+    latencyMs: Number.isFinite(entry.latencyMs) ? Math.round(entry.latencyMs * 1000) / 1000 : null,
+    auth: { outcome: text(entry.authOutcome), reason: text(entry.authReason) },
+    rateLimit: text(entry.rateLimit),
+    cache: text(entry.cache),
+    ...(extra.dropped === undefined ? {} : { droppedBefore: extra.dropped }),
+    prev,
+  };
+  const body = escapeControls(JSON.stringify(record));
+  return `${body.slice(0, -1)},"hash":"${sha256Hex(body)}"}`;
+}
+
+/** Splits a sealed line into the body its hash covers and the hash; undefined when unsealed. */
+export function unsealRecord(line: string): { body: string; hash: string } | undefined {
+  const match = HASH_SUFFIX.exec(line);
+  if (match === null) return undefined;
+  return { body: `${line.slice(0, match.index)}}`, hash: match[1]! };
+}

@@ -1,0 +1,201 @@
+/**
+ * Authentication at the edge: turns the `Authorization` header into a verified Principal, or
+ * into the problem to answer. One entry point for the authenticate stage; the verifiers it
+ * composes each do one thing (jwt-verifier.ts, api-key.ts, api-key-store.ts).
+ *
+ * Accepted: `Authorization: Bearer <RFC 9068 access token>` and `Authorization: ApiKey <key>`.
+ * A credential in the query string is refused with 400 ERR_CREDENTIAL_IN_URL, even beside a
+ * valid header: it has already leaked into access logs, proxies and browser history, and a
+ * 400 (not 401) tells the client its request is wrong, not its credential.
+ */
+import { readFileSync } from 'node:fs';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { fetch as undiciFetch } from 'undici';
+import type { HttpProblem } from '../../shared/errors.ts';
+import type { Principal } from '../../shared/principal.ts';
+import { verifyApiKey } from './api-key.ts';
+import { loadApiKeySigningKeys } from './api-key-signing-keys.ts';
+import { createFileApiKeyStore, createRedisApiKeyStore, type ApiKeyStore } from './api-key-store.ts';
+import { credentialInUrl, invalidToken, keysUnavailable, unauthenticated } from './auth-problems.ts';
+import { checkAuthConfig, type AuthConfig } from './config-schema.ts';
+import { loadOrCreateDevIssuer } from './dev-issuer.ts';
+import { createJwtVerifier } from './jwt-verifier.ts';
+import {
+  createRemoteKeySource,
+  createStaticKeySource,
+  type JwksFetch,
+  type KeySource,
+} from './key-source.ts';
+
+export { requireScopes } from './auth-problems.ts';
+
+/** What authenticate() decided; `reason` is safe for logs and the audit record. */
+export type AuthOutcome =
+  | { ok: true; principal: Principal; reason?: string; cacheHit: boolean }
+  | { ok: false; problem: HttpProblem; reason: string };
+
+export interface AuthenticatorDeps {
+  /** Data dir holding the development issuer and, without Redis, the API-key records. */
+  dataDir: string;
+  /** Revocations and API-key records go here when given (fail fast: enableOfflineQueue false). */
+  redis?: Redis;
+  logger: Logger;
+  /** Fetch for the JWKS URL (tests pass one trusting their CA); undici's by default. */
+  fetch?: JwksFetch;
+  /** Defaults to process.env; read for PORTICO_APIKEY_SIGNING_KEYS. */
+  env?: NodeJS.ProcessEnv;
+  /** Epoch milliseconds; injectable so tests move time instead of waiting. */
+  now?: () => number;
+}
+
+export interface Authenticator {
+  authenticate(headers: IncomingHttpHeaders, url: string): Promise<AuthOutcome>;
+  /** True once issuer keys are usable (always for a JWKS file or the development issuer). */
+  ready(): boolean;
+  close(): void;
+}
+
+/** Query parameters that carry credentials in the APIs clients copy from. */
+const URL_CREDENTIALS = new Set(['access_token', 'api_key', 'apikey', 'key', 'token']);
+/** Keys are due for a background refresh after this; jose's remote set uses 10 min. */
+const KEYS_FRESH_MS = 5 * 60 * 1000;
+/** Lets `apikey revoke` reach a gateway without Redis within a second. */
+const FILE_STORE_POLL_MS = 1000;
+const AUTHORIZATION = /^([A-Za-z]+) +([\x21-\x7e]+)$/;
+
+/** Builds the authenticator once from validated config; throws on a config that cannot work. */
+export function createAuthenticator(config: AuthConfig, deps: AuthenticatorDeps): Authenticator {
+  const problems = checkAuthConfig(config);
+  if (problems.length > 0) throw new Error(`invalid auth config:\n  ${problems.join('\n  ')}`);
+  const { jwt } = config;
+  const now = deps.now ?? Date.now;
+
+  let keys: KeySource;
+  let issuer: string;
+  let audience: string | string[];
+  if (jwt.jwksUrl !== undefined) {
+    keys = createRemoteKeySource({
+      url: jwt.jwksUrl,
+      fetch: deps.fetch ?? undiciFetch,
+      logger: deps.logger,
+      now,
+      freshMs: KEYS_FRESH_MS,
+      staleMaxAgeMs: jwt.staleKeysMaxAgeSeconds * 1000,
+      cooldownMs: jwt.refetchCooldownSeconds * 1000,
+    });
+    issuer = jwt.issuer!;
+    audience = jwt.audience!;
+  } else if (jwt.jwksFile !== undefined) {
+    keys = createStaticKeySource(JSON.parse(readFileSync(jwt.jwksFile, 'utf8')));
+    issuer = jwt.issuer!;
+    audience = jwt.audience!;
+  } else {
+    const dev = loadOrCreateDevIssuer(deps.dataDir);
+    deps.logger.warn(
+      { issuer: dev.issuer, dataDir: deps.dataDir },
+      'trusting the development issuer of the data dir (no auth.jwt.jwksUrl or jwksFile configured)',
+    );
+    keys = createStaticKeySource(dev.jwks);
+    issuer = dev.issuer;
+    audience = dev.audience;
+  }
+
+  const verifier = createJwtVerifier({
+    issuer,
+    audience,
+    algorithms: jwt.algorithms,
+    clockSkewSeconds: jwt.clockSkewSeconds,
+    maxTokenBytes: jwt.maxTokenBytes,
+    customerClaim: jwt.customerClaim,
+    cacheMaxEntries: jwt.cacheMaxEntries,
+    keys,
+    now,
+  });
+
+  let apiKeys: { ring: ReturnType<typeof loadApiKeySigningKeys>; store: ApiKeyStore } | undefined;
+  if (config.apiKeys.enabled) {
+    apiKeys = {
+      ring: loadApiKeySigningKeys(deps.env ?? process.env, deps.dataDir),
+      store:
+        deps.redis === undefined
+          ? createFileApiKeyStore(deps.dataDir, { pollMs: FILE_STORE_POLL_MS })
+          : createRedisApiKeyStore(deps.redis),
+    };
+  }
+
+  async function bearer(token: string): Promise<AuthOutcome> {
+    const result = await verifier.verify(token);
+    if (result.ok) return { ok: true, principal: result.principal, cacheHit: result.cacheHit };
+    if (result.kind === 'unavailable')
+      return { ok: false, problem: keysUnavailable(), reason: result.reason };
+    return { ok: false, problem: invalidToken(result.reason), reason: result.reason };
+  }
+
+  async function apiKey(presented: string): Promise<AuthOutcome> {
+    if (apiKeys === undefined) return refuse('API keys are not accepted');
+    const check = verifyApiKey(apiKeys.ring, presented);
+    if (!check.ok) return refuse(check.reason);
+    let revoked: boolean;
+    try {
+      revoked = await apiKeys.store.isRevoked(check.claims.id);
+    } catch (error) {
+      // Fail closed: a revoked key must not slip through while the store is down.
+      deps.logger.error({ err: (error as Error).message }, 'API-key revocation store unavailable');
+      return { ok: false, problem: keysUnavailable(), reason: 'revocation store unavailable' };
+    }
+    if (revoked) return refuse('API key revoked');
+    const principal: Principal = {
+      subject: check.claims.id,
+      customerId: check.claims.cid,
+      scopes: check.claims.scp,
+      authMethod: 'apikey',
+      keyId: check.claims.id,
+    };
+    return { ok: true, principal, cacheHit: false };
+  }
+
+  return {
+    async authenticate(headers, url) {
+      const leaked = credentialParameter(url);
+      if (leaked !== undefined)
+        return { ok: false, problem: credentialInUrl(leaked), reason: 'credential in URL' };
+
+      const authorization = headers.authorization;
+      if (authorization === undefined || authorization.trim() === '') {
+        return { ok: false, problem: unauthenticated(), reason: 'no credentials' };
+      }
+      const match = AUTHORIZATION.exec(authorization.trim());
+      if (match === null) return refuse('malformed Authorization header');
+      const [, scheme, credential] = match as unknown as [string, string, string];
+      switch (scheme.toLowerCase()) {
+        case 'bearer':
+          return bearer(credential);
+        case 'apikey':
+          return apiKey(credential);
+        default:
+          return refuse('unsupported authorization scheme');
+      }
+    },
+    ready: () => keys.ready(),
+    close() {
+      keys.close();
+      apiKeys?.store.close();
+    },
+  };
+}
+
+function refuse(reason: string): AuthOutcome {
+  return { ok: false, problem: invalidToken(reason), reason };
+}
+
+/** The first credential-bearing query parameter of `url`, by name, case-insensitively. */
+function credentialParameter(url: string): string | undefined {
+  const query = url.indexOf('?');
+  if (query === -1) return undefined;
+  for (const name of new URLSearchParams(url.slice(query + 1)).keys()) {
+    if (URL_CREDENTIALS.has(name.toLowerCase())) return name;
+  }
+  return undefined;
+}

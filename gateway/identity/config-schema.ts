@@ -1,0 +1,155 @@
+/**
+ * The `auth` section of the gateway config: who issues the access tokens we accept and how
+ * strictly we check them, and whether signed API keys are accepted.
+ */
+import { Type, type Static } from '@sinclair/typebox';
+
+/**
+ * Asymmetric algorithms only: a shared-secret algorithm (HS*) next to public keys is how the
+ * "HS256 signed with the public key" attack works, and `none` is no signature at all.
+ */
+export const JWT_ALGORITHMS = [
+  'ES256',
+  'ES384',
+  'ES512',
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'EdDSA',
+] as const;
+
+export const JwtConfigSchema = Type.Object(
+  {
+    issuer: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description:
+          'Expected `iss` of access tokens. Required with jwksUrl or jwksFile; without either, the development issuer of the data dir is trusted and this must be left out.',
+      }),
+    ),
+    audience: Type.Optional(
+      Type.Union(
+        [Type.String({ minLength: 1 }), Type.Array(Type.String({ minLength: 1 }), { minItems: 1 })],
+        {
+          description:
+            'Accepted `aud` value(s): a token must name at least one. Required with jwksUrl or jwksFile.',
+        },
+      ),
+    ),
+    jwksUrl: Type.Optional(
+      Type.String({
+        format: 'uri',
+        description:
+          "The identity provider's JWKS endpoint. Must be https (plain http only for loopback hosts): keys fetched in clear could be swapped.",
+      }),
+    ),
+    jwksFile: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description: 'A JWKS file read once at start, instead of jwksUrl (air-gapped or fixed keys).',
+      }),
+    ),
+    algorithms: Type.Array(Type.Union(JWT_ALGORITHMS.map((alg) => Type.Literal(alg))), {
+      minItems: 1,
+      uniqueItems: true,
+      default: ['ES256', 'RS256', 'EdDSA', 'PS256'],
+      description: 'Signature algorithms accepted (allow-list). HS* and none are never accepted.',
+    }),
+    clockSkewSeconds: Type.Integer({
+      minimum: 0,
+      maximum: 300,
+      default: 30,
+      description: 'Tolerated clock difference with the issuer when checking exp, nbf and iat, in seconds.',
+    }),
+    maxTokenBytes: Type.Integer({
+      minimum: 256,
+      maximum: 65536,
+      default: 8192,
+      description: 'Longer tokens are refused before any parsing.',
+    }),
+    customerClaim: Type.String({
+      minLength: 1,
+      default: 'customer_id',
+      description: 'Token claim holding the customer id; a token without it is refused.',
+    }),
+    staleKeysMaxAgeSeconds: Type.Integer({
+      minimum: 0,
+      maximum: 7 * 24 * 3600,
+      default: 3600,
+      description:
+        'How long the last good keys stay in use while the JWKS endpoint cannot be reached, counted from when they were due for refresh. Past it, tokens get 503.',
+    }),
+    refetchCooldownSeconds: Type.Integer({
+      minimum: 1,
+      maximum: 3600,
+      default: 30,
+      description:
+        'Least time between two JWKS fetches triggered by a token with an unknown key id, so forged kids cannot hammer the identity provider.',
+    }),
+    cacheMaxEntries: Type.Integer({
+      minimum: 0,
+      maximum: 1_000_000,
+      default: 10000,
+      description: 'Verified tokens remembered (by hash, never beyond their exp); 0 disables the cache.',
+    }),
+  },
+  { additionalProperties: false, default: {}, description: 'OAuth 2.0 access tokens (RFC 9068 JWTs).' },
+);
+
+export const ApiKeysConfigSchema = Type.Object(
+  {
+    enabled: Type.Boolean({
+      default: true,
+      description: 'Accept signed API keys (`Authorization: ApiKey <key>`).',
+    }),
+  },
+  { additionalProperties: false, default: {}, description: 'Signed API keys.' },
+);
+
+export const AuthConfigSchema = Type.Object(
+  { jwt: JwtConfigSchema, apiKeys: ApiKeysConfigSchema },
+  { additionalProperties: false, default: {}, description: 'Authentication of every request at the edge.' },
+);
+
+export type JwtConfig = Static<typeof JwtConfigSchema>;
+export type AuthConfig = Static<typeof AuthConfigSchema>;
+
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/** Cross-field rules the schema cannot say; returns `path: reason` lines, empty when fine. */
+export function checkAuthConfig(config: AuthConfig): string[] {
+  const problems: string[] = [];
+  const { jwt } = config;
+  if (jwt.jwksUrl !== undefined && jwt.jwksFile !== undefined) {
+    problems.push('/auth/jwt: set jwksUrl or jwksFile, not both');
+  }
+  const external = jwt.jwksUrl !== undefined || jwt.jwksFile !== undefined;
+  if (external && jwt.issuer === undefined)
+    problems.push('/auth/jwt/issuer: required with jwksUrl or jwksFile');
+  if (external && jwt.audience === undefined)
+    problems.push('/auth/jwt/audience: required with jwksUrl or jwksFile');
+  if (!external && (jwt.issuer !== undefined || jwt.audience !== undefined)) {
+    problems.push(
+      '/auth/jwt: issuer and audience need jwksUrl or jwksFile (the development issuer has its own)',
+    );
+  }
+  if (jwt.jwksUrl !== undefined) {
+    let url: URL | undefined;
+    try {
+      url = new URL(jwt.jwksUrl);
+    } catch {
+      problems.push('/auth/jwt/jwksUrl: not a URL');
+    }
+    if (
+      url !== undefined &&
+      url.protocol !== 'https:' &&
+      !(url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname))
+    ) {
+      problems.push('/auth/jwt/jwksUrl: must be https (http only for loopback hosts)');
+    }
+  }
+  return problems;
+}

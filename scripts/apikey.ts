@@ -1,0 +1,115 @@
+/**
+ * `npm run -s apikey -- create --customer ID [--scope "a b"]` prints a new signed API key
+ * (its id goes to stderr); `revoke KEY_ID` revokes one; `list` shows every key minted.
+ *
+ * Records and revocations go to Redis when REDIS_URL is set (keys under PORTICO_REDIS_PREFIX,
+ * default `portico:`, as the gateway uses), else to `apikeys.jsonl` in the data dir
+ * (PORTICO_DATA_DIR, default .portico), which a gateway without Redis re-reads within a second.
+ */
+import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
+import { API_KEY_ID_PATTERN, mintApiKey } from '../gateway/identity/api-key.ts';
+import { loadApiKeySigningKeys } from '../gateway/identity/api-key-signing-keys.ts';
+import {
+  createFileApiKeyStore,
+  createRedisApiKeyStore,
+  type ApiKeyStore,
+} from '../gateway/identity/api-key-store.ts';
+import { SCOPES, isValidCustomerId } from '../shared/principal.ts';
+
+const USAGE = [
+  'usage: npm run -s apikey -- create --customer ID [--scope "a b"]',
+  '       npm run -s apikey -- revoke KEY_ID',
+  '       npm run -s apikey -- list',
+].join('\n');
+const CUSTOMER_SCOPES = SCOPES.filter((scope) => scope !== 'admin');
+
+function usage(message: string): never {
+  process.stderr.write(`apikey: ${message}\n${USAGE}\n`);
+  process.exit(2);
+}
+
+let parsed: { values: { customer?: string; scope?: string }; positionals: string[] };
+try {
+  parsed = parseArgs({
+    options: { customer: { type: 'string' }, scope: { type: 'string' } },
+    strict: true,
+    allowPositionals: true,
+  });
+} catch (error) {
+  usage((error as Error).message);
+}
+const [command, ...rest] = parsed.positionals;
+const { customer, scope } = parsed.values;
+
+if (command === 'create') {
+  if (rest.length > 0) usage('create takes no positional argument');
+  if (customer === undefined) usage('create needs --customer');
+  if (!isValidCustomerId(customer)) usage('--customer: not a valid customer id');
+} else if (command === 'revoke') {
+  if (rest.length !== 1 || customer !== undefined || scope !== undefined)
+    usage('revoke takes exactly one KEY_ID');
+  if (!API_KEY_ID_PATTERN.test(rest[0]!)) usage('KEY_ID: expected ak_ followed by 22 characters');
+} else if (command === 'list') {
+  if (rest.length > 0 || customer !== undefined || scope !== undefined) usage('list takes no argument');
+} else {
+  usage(command === undefined ? 'a command is required' : `unknown command "${command}"`);
+}
+
+const dataDir = process.env['PORTICO_DATA_DIR'] ?? '.portico';
+const redisUrl = process.env['REDIS_URL'];
+let redis: Redis | undefined;
+let store: ApiKeyStore;
+if (redisUrl !== undefined && redisUrl !== '') {
+  redis = new Redis(redisUrl, {
+    keyPrefix: process.env['PORTICO_REDIS_PREFIX'] ?? 'portico:',
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    commandTimeout: 2000,
+    maxRetriesPerRequest: 1,
+    retryStrategy: () => null,
+  });
+  await redis.connect();
+  store = createRedisApiKeyStore(redis);
+} else {
+  store = createFileApiKeyStore(dataDir);
+}
+
+try {
+  if (command === 'create') {
+    const scopes = scope === undefined ? [...CUSTOMER_SCOPES] : scope.split(' ').filter((s) => s !== '');
+    const [signingKey] = loadApiKeySigningKeys(process.env, dataDir);
+    let minted: ReturnType<typeof mintApiKey>;
+    try {
+      minted = mintApiKey(signingKey!, { customerId: customer!, scopes });
+    } catch (error) {
+      usage(`--scope: ${(error as Error).message}`);
+    }
+    await store.add({
+      id: minted.claims.id,
+      customerId: minted.claims.cid,
+      scopes: minted.claims.scp,
+      createdAt: new Date(minted.claims.iat * 1000).toISOString(),
+    });
+    process.stderr.write(`apikey: created ${minted.claims.id} for customer ${minted.claims.cid}\n`);
+    process.stdout.write(`${minted.key}\n`);
+  } else if (command === 'revoke') {
+    const existed = await store.revoke(rest[0]!);
+    process.stdout.write(`revoked ${rest[0]}\n`);
+    if (!existed) process.stderr.write(`apikey: no record of ${rest[0]} here; revoked anyway\n`);
+  } else {
+    const records = await store.list();
+    process.stdout.write('id\tcustomer\tscopes\tcreated\trevoked\n');
+    for (const r of records) {
+      process.stdout.write(
+        `${r.id}\t${r.customerId}\t${r.scopes.join(' ')}\t${r.createdAt}\t${r.revokedAt ?? '-'}\n`,
+      );
+    }
+  }
+} catch (error) {
+  process.stderr.write(`apikey: ${(error as Error).message}\n`);
+  process.exitCode = 1;
+} finally {
+  store.close();
+  redis?.disconnect();
+}
