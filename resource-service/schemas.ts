@@ -13,13 +13,20 @@ export const ORDER_STATUSES = ['pending', 'paid', 'shipped', 'delivered', 'cance
 export type OrderStatus = (typeof ORDER_STATUSES)[number];
 export const INVOICE_STATUSES = ['open', 'paid', 'void'] as const;
 
-const Uuid = Type.String({ format: 'uuid', description: 'Server-assigned identifier (UUID).' });
+const Uuid = Type.String({
+  format: 'uuid',
+  maxLength: 36,
+  description: 'Server-assigned identifier (UUID).',
+});
+/** Always `Date#toISOString()`: `2026-01-31T12:00:00.000Z`, 24 characters. */
 const Timestamp = Type.String({
   format: 'date-time',
+  maxLength: 24,
   description: 'RFC 3339 time, UTC, millisecond precision.',
 });
 const CustomerId = Type.String({
   pattern: CUSTOMER_ID_PATTERN,
+  maxLength: 128,
   description: "The customer's id, as the identity provider's customer claim carries it.",
 });
 /** A string enum as plain JSON Schema `enum`: one clear error and a readable OpenAPI. */
@@ -33,7 +40,11 @@ const MinorUnits = (description: string, minimum: number, maximum: number) =>
 
 export const OrderItem = Type.Object(
   {
-    sku: Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$', description: 'Stock-keeping unit.' }),
+    sku: Type.String({
+      pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$',
+      maxLength: 64,
+      description: 'Stock-keeping unit.',
+    }),
     quantity: Type.Integer({ minimum: 1, maximum: 10_000 }),
     unit_price: MinorUnits('Price of one unit in minor units of the currency.', 0, 1_000_000_000),
   },
@@ -118,44 +129,95 @@ export const Customer = Type.Object(
 );
 export type Customer = Static<typeof Customer>;
 
+/**
+ * GET /v1/users/me: the principal as the gateway verified it. `subject` and `scopes` are the
+ * credential's own claims, passed on as the identity provider wrote them.
+ */
 export const User = Type.Object(
   {
-    subject: Type.String(),
+    subject: Type.String({ description: "The token's `sub`, or the API key's id." }),
     customer_id: CustomerId,
-    scopes: Type.Array(Type.String({ examples: [...SCOPES] })),
+    scopes: Type.Array(
+      Type.String({
+        pattern: '^[^ ]+$',
+        description: 'As granted; scopes this API does not know grant nothing.',
+      }),
+      { examples: [[...SCOPES]] },
+    ),
     auth_method: StringEnum(['jwt', 'apikey'] as const),
-    key_id: Type.Optional(Type.String()),
+    key_id: Type.Optional(
+      Type.String({ pattern: '^ak_[A-Za-z0-9_-]{22}$', maxLength: 25, description: 'The API key used.' }),
+    ),
   },
   { additionalProperties: false },
 );
 
-export const ListOf = <T extends TSchema>(item: T) =>
+/** Pagination cursors: base64url payload, a dot, base64url signature. */
+const Cursor = Type.String({ pattern: '^[A-Za-z0-9_.-]{1,512}$', maxLength: 512 });
+
+/** One page of a list: at most `maxItems` items, and the cursor of the next page. */
+export const ListOf = <T extends TSchema>(item: T, maxItems: number) =>
   Type.Object(
     {
-      data: Type.Array(item),
-      next_cursor: Type.Union([Type.String(), Type.Null()], {
+      data: Type.Array(item, { maxItems }),
+      next_cursor: Type.Union([Cursor, Type.Null()], {
         description: 'Pass as `cursor` to get the next page; null on the last page.',
       }),
     },
     { additionalProperties: false },
   );
 
+/**
+ * RFC 9457 problem details, with our stable `code`. `detail`, `instance` and `errors` describe
+ * the request that failed, so their size follows the request's, not a constant.
+ */
 export const Problem = Type.Object(
   {
-    type: Type.String({ format: 'uri' }),
-    title: Type.String(),
-    status: Type.Integer(),
-    detail: Type.String(),
-    instance: Type.Optional(Type.String()),
-    code: Type.String({ description: 'Stable ERR_* code; switch on this, not on text.' }),
+    type: Type.String({
+      format: 'uri',
+      pattern: '^urn:portico:problem:[a-z0-9-]+$',
+      maxLength: 128,
+      description: 'URN naming the problem type; one per code.',
+    }),
+    title: Type.String({ maxLength: 128, description: 'Fixed per code: the same for every occurrence.' }),
+    status: Type.Integer({
+      minimum: 400,
+      maximum: 599,
+      description: 'The HTTP status code of the response.',
+    }),
+    detail: Type.String({ description: 'What went wrong with this request, for a person to read.' }),
+    instance: Type.Optional(Type.String({ description: 'The path of the request that failed.' })),
+    code: Type.String({
+      pattern: '^ERR_[A-Z0-9_]+$',
+      maxLength: 64,
+      description: 'Stable ERR_* code; switch on this, not on text.',
+    }),
     errors: Type.Optional(
       Type.Array(
-        Type.Object({
-          detail: Type.String(),
-          pointer: Type.Optional(Type.String({ description: 'JSON Pointer into the body' })),
-          parameter: Type.Optional(Type.String()),
-          header: Type.Optional(Type.String()),
-        }),
+        Type.Object(
+          {
+            detail: Type.String(),
+            pointer: Type.Optional(
+              Type.String({
+                pattern: '^#(/[^/]*)*$',
+                description: 'JSON Pointer into the body, as a URI fragment (`#/items/0/quantity`).',
+              }),
+            ),
+            parameter: Type.Optional(
+              // The service refuses a request head over 16 KiB (431), so no name can be longer.
+              Type.String({ maxLength: 16_384, description: 'Name of the offending query parameter.' }),
+            ),
+            header: Type.Optional(
+              Type.String({
+                pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$",
+                maxLength: 64,
+                description: 'Name of the offending request header.',
+              }),
+            ),
+          },
+          { additionalProperties: false },
+        ),
+        { description: 'One entry per offending field, parameter or header.' },
       ),
     ),
   },

@@ -16,6 +16,9 @@ const ajv = new Ajv({ allErrors: true, strict: true, strictTypes: false });
 addFormats(ajv, ['uuid', 'date-time', 'uri']);
 ajv.addKeyword('example');
 
+/** Enough to fix a body; a 64 KiB body of junk fields must not produce a megabyte answer. */
+const MAX_REPORTED_ERRORS = 50;
+
 export type Validator<T extends TSchema> = (value: unknown) => Static<T>;
 
 /**
@@ -29,7 +32,7 @@ export function createValidator<T extends TSchema>(
   const check = ajv.compile<Static<T>>(schema);
   return (value) => {
     if (check(value)) return value;
-    throw validationProblem(describe(check.errors ?? [], readOnlyFields));
+    throw validationProblem(describe(check.errors ?? [], readOnlyFields).slice(0, MAX_REPORTED_ERRORS));
   };
 }
 

@@ -70,6 +70,7 @@ export function registerCustomerRoutes(app: Polka<ServiceRequest>, ctx: RouteCon
   const { sql } = ctx;
 
   app.get('/v1/customers/:id', async (req, res) => {
+    parseQuery(req.search ?? '', {});
     const id = visibleCustomerId(req.principal, req.params['id']);
     const [row] = await sql<
       CustomerRow[]

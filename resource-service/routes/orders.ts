@@ -128,6 +128,7 @@ export function registerOrderRoutes(app: Polka<ServiceRequest>, ctx: RouteContex
 
   app.get('/v1/orders/:id', async (req, res) => {
     requireScope(req.principal, 'orders:read');
+    parseQuery(req.search ?? '', {});
     const id = uuidParam(req.params['id'], 'order');
     const row = await findOrder(sql, id, ownerScope(req.principal));
     if (row === undefined) throw notFound('order');

@@ -8,7 +8,9 @@ import { HttpProblem } from '../../shared/errors.ts';
 import type { ServiceRequest } from '../app.ts';
 import { readJsonBody } from '../http/body.ts';
 import { requireScope } from '../http/identity.ts';
-import { NO_STORE, PER_CUSTOMER, sendJson } from '../http/respond.ts';
+import { NO_STORE, PER_CUSTOMER, sendJson, sendNotModified } from '../http/respond.ts';
+import { isNotModified } from '../http/conditional.ts';
+import { parseQuery } from '../http/query.ts';
 import { idempotencyKeyOf, requestFingerprint, runIdempotent } from '../idempotency.ts';
 import { findOrder, updateOrder } from '../orders/repository.ts';
 import type { Db } from '../orders/repository.ts';
@@ -122,17 +124,18 @@ export function registerPaymentRoutes(app: Polka<ServiceRequest>, ctx: RouteCont
 
   app.get('/v1/payments/:id', async (req, res) => {
     requireScope(req.principal, 'orders:read');
+    parseQuery(req.search ?? '', {});
     const id = uuidParam(req.params['id'], 'payment');
     const scope = ownerScope(req.principal);
     const row = await findPayment(sql, id, scope === 'all-customers' ? undefined : scope.customerId);
     if (row === undefined) throw notFound('payment');
-    // Payments never change once made: the id is a sufficient validator.
-    sendJson(res, {
-      status: 200,
-      body: toPayment(row),
-      headers: { ETag: `"p1"` },
-      cache: PER_CUSTOMER,
-    });
+    // Payments never change once made: a constant tag per representation version suffices.
+    const etag = '"p1"';
+    if (isNotModified(req, etag)) {
+      sendNotModified(res, etag, PER_CUSTOMER);
+      return;
+    }
+    sendJson(res, { status: 200, body: toPayment(row), headers: { ETag: etag }, cache: PER_CUSTOMER });
   });
 
   methodNotAllowed(app, '/v1/payments', ['POST']);

@@ -319,6 +319,9 @@ describe('methods and routes', () => {
     expect(res.status).toBe(405);
     expect(res.headers.get('allow')).toBe('GET, HEAD, POST, OPTIONS');
     expect(res.body.code).toBe('ERR_METHOD_NOT_ALLOWED');
+    const withQuery = await alice.request('GET', '/v1/users/me?debug=1');
+    expect(withQuery.status).toBe(400);
+    expect(withQuery.body.errors[0].parameter).toBe('debug');
     for (const path of ['/v2/orders', '/v1/widgets', '/orders']) {
       const missing = await alice.request('GET', path);
       expect(missing.status, path).toBe(404);

@@ -31,7 +31,13 @@ describe('payments', () => {
     );
 
     expect((await alice.request('GET', `/v1/orders/${order.id}`)).body.status).toBe('paid');
-    expect((await alice.request('GET', `/v1/payments/${paid.body.id}`)).body).toEqual(paid.body);
+    const read = await alice.request('GET', `/v1/payments/${paid.body.id}`);
+    expect(read.body).toEqual(paid.body);
+    const etag = read.headers.get('etag') ?? '';
+    expect(
+      (await alice.request('GET', `/v1/payments/${paid.body.id}`, { headers: { 'if-none-match': etag } }))
+        .status,
+    ).toBe(304);
     const invoices = await alice.request('GET', `/v1/customers/${alice.principal.customerId}/invoices`);
     expect(invoices.status).toBe(200);
     expect(invoices.body).toEqual({
