@@ -1,0 +1,66 @@
+/**
+ * Prometheus metrics of one gateway instance. Each instance has its own registry, so two
+ * gateways in one process (tests) never share counters.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export type UpstreamErrorKind = 'refused' | 'reset' | 'timeout' | 'malformed';
+
+/** The gateway's instruments, named once here. */
+export interface GatewayMetrics {
+  readonly registry: Registry;
+  observeRequest(route: string, method: string, status: number, seconds: number): void;
+  upstreamError(upstream: string, kind: UpstreamErrorKind): void;
+  connectionOpened(): void;
+  connectionClosed(): void;
+}
+
+export function createMetrics(options: { processMetrics: boolean }): GatewayMetrics {
+  const registry = new Registry();
+  if (options.processMetrics) collectDefaultMetrics({ register: registry, prefix: 'portico_' });
+  const requests = new Counter({
+    name: 'portico_http_requests_total',
+    help: 'Requests answered, by route prefix, method and status.',
+    labelNames: ['route', 'method', 'status'] as const,
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: 'portico_http_request_duration_seconds',
+    help: 'Time from request received to response finished, by route prefix.',
+    labelNames: ['route'] as const,
+    // From a cache hit (sub-millisecond) to the upstream response timeout.
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  });
+  const upstreamErrors = new Counter({
+    name: 'portico_upstream_errors_total',
+    help: 'Upstream requests that failed, by upstream origin and kind.',
+    labelNames: ['upstream', 'kind'] as const,
+    registers: [registry],
+  });
+  const connections = new Gauge({
+    name: 'portico_open_connections',
+    help: 'Client connections currently open on the HTTPS listener.',
+    registers: [registry],
+  });
+  return {
+    registry,
+    observeRequest(route, method, status, seconds) {
+      // Unknown methods would let clients create label values without bound.
+      const knownMethod = KNOWN_METHODS.has(method) ? method : 'OTHER';
+      requests.inc({ route, method: knownMethod, status: String(status) });
+      duration.observe({ route }, seconds);
+    },
+    upstreamError(upstream, kind) {
+      upstreamErrors.inc({ upstream, kind });
+    },
+    connectionOpened() {
+      connections.inc();
+    },
+    connectionClosed() {
+      connections.dec();
+    },
+  };
+}
+
+const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);

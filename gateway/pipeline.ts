@@ -1,0 +1,67 @@
+/**
+ * The stage model. A request passes the stages in order; each stage may act, then call
+ * `next()` to hand on, and act again on the way back (the response side runs in reverse).
+ * The terminal stage (the proxy) sets `ctx.response`; the listener writes it once the whole
+ * chain has unwound, so response-side stages can still change status, headers or body.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Readable } from 'node:stream';
+import type { Logger } from 'pino';
+import type { Principal } from '../shared/principal.ts';
+import type { RouteDefinition } from './stages/route.ts';
+
+/** The response a stage produced, not yet written to the client. */
+export interface GatewayResponse {
+  status: number;
+  headers: Record<string, string | string[]>;
+  /** Streamed to the client as it arrives; `null` for no body. */
+  body: Readable | null;
+}
+
+/** What the stages know about one request. */
+export interface GatewayContext {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  /** Path without the query, as received; the problem `instance`. */
+  readonly path: string;
+  /** Path and query, as received, forwarded unchanged. */
+  readonly target: string;
+  requestId: string;
+  log: Logger;
+  route?: RouteDefinition;
+  /** Set by the authenticate stage (identity issue); the proxy asserts it upstream. */
+  principal?: Principal;
+  response?: GatewayResponse;
+  /** Aborted when the client goes away: stages stop upstream work with it. */
+  readonly signal: AbortSignal;
+}
+
+export type Next = () => Promise<void>;
+
+/** Thrown by a stage when the client went away: there is nobody left to answer. */
+export class ClientGoneError extends Error {
+  constructor() {
+    super('client closed the connection');
+    this.name = 'ClientGoneError';
+  }
+}
+
+/** One step of the pipeline, built once by its factory from validated config. */
+export type Stage = (ctx: GatewayContext, next: Next) => Promise<void>;
+
+/** Runs the stages in order; a stage that does not call `next()` ends the request there. */
+export function compose(stages: readonly Stage[]): (ctx: GatewayContext) => Promise<void> {
+  return function run(ctx) {
+    const dispatch = (index: number): Promise<void> => {
+      const stage = stages[index];
+      if (stage === undefined) return Promise.resolve();
+      let called = false;
+      return stage(ctx, () => {
+        if (called) return Promise.reject(new Error(`stage ${index} called next() twice`));
+        called = true;
+        return dispatch(index + 1);
+      });
+    };
+    return dispatch(0);
+  };
+}

@@ -1,0 +1,13 @@
+/**
+ * Refuses requests whose framing or target could be read differently upstream (request
+ * smuggling, duplicate Host, dot segments), before any routing or forwarding.
+ */
+import type { Stage } from '../pipeline.ts';
+import { checkRequestFraming } from '../http-hygiene.ts';
+
+export function createHygieneStage(): Stage {
+  return async function hygiene(ctx, next) {
+    checkRequestFraming(ctx.req);
+    await next();
+  };
+}

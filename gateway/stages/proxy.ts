@@ -1,0 +1,303 @@
+/**
+ * Terminal stage: forwards the request to the route's upstream over a pooled keep-alive
+ * connection and hands the upstream's response back, both bodies streamed, never buffered.
+ */
+import type { IncomingMessage } from 'node:http';
+import { Readable } from 'node:stream';
+import { Type, type Static } from '@sinclair/typebox';
+import { HttpProblem } from '../../shared/errors.ts';
+import { IDENTITY_HEADER, signAssertion, type AssertionKey } from '../../shared/identity-assertion.ts';
+import { hopByHopNames } from '../http-hygiene.ts';
+import type { GatewayMetrics, UpstreamErrorKind } from '../metrics.ts';
+import { ClientGoneError, type GatewayContext, type Stage } from '../pipeline.ts';
+import type { Upstreams } from '../upstreams.ts';
+import { REQUEST_ID_HEADER } from './request-id.ts';
+
+export const ProxyConfigSchema = Type.Object(
+  {
+    trustProxy: Type.Boolean({
+      default: false,
+      description:
+        'Off: Forwarded and X-Forwarded-* sent by the client are dropped and replaced with what this ' +
+        'gateway saw. On (only behind a load balancer that sets them): the incoming values are kept and ' +
+        'this hop is appended.',
+    }),
+    connectionsPerUpstream: Type.Integer({
+      minimum: 1,
+      default: 128,
+      description: 'Most connections the pool opens to one upstream origin.',
+    }),
+    connectTimeoutMs: Type.Integer({
+      minimum: 1,
+      default: 5000,
+      description: 'Time to open an upstream connection before answering 504.',
+    }),
+    responseTimeoutMs: Type.Integer({
+      minimum: 1,
+      default: 30000,
+      description: 'Time for the upstream to send its response headers before answering 504.',
+    }),
+    bodyTimeoutMs: Type.Integer({
+      minimum: 1,
+      default: 30000,
+      description:
+        'Longest pause between two chunks of the upstream response body; past it the response is cut.',
+    }),
+    keepAliveTimeoutMs: Type.Integer({
+      minimum: 1,
+      default: 4000,
+      description: 'How long an idle upstream connection is kept (the upstream may announce less).',
+    }),
+    retries: Type.Integer({
+      minimum: 0,
+      maximum: 3,
+      default: 1,
+      description:
+        'Retries after a connection failure, only for idempotent methods without a request body ' +
+        '(a streamed body cannot be replayed without buffering it).',
+    }),
+  },
+  { additionalProperties: false, default: {}, description: 'Upstream forwarding.' },
+);
+export type ProxyConfig = Static<typeof ProxyConfigSchema>;
+
+export interface ProxyDeps {
+  upstreams: Upstreams;
+  metrics: GatewayMetrics;
+  /** Request body limit, from the listener's limits. */
+  maxBodyBytes: number;
+  /** Ring of assertion keys; the first signs. Needed once an authenticate stage sets principals. */
+  assertionKeys?: readonly AssertionKey[];
+}
+
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE']);
+const RETRIABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET']);
+/** Never forwarded from the client: identity and forwarding facts are ours to state. */
+const CLIENT_FORWARDING = new Set(['forwarded', 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host']);
+/** Not forwarded: `host` is the upstream's, `expect` was answered here (100-continue). */
+const NOT_FORWARDED = new Set(['host', 'expect', IDENTITY_HEADER, REQUEST_ID_HEADER, 'x-real-ip']);
+
+export function createProxyStage(config: ProxyConfig, deps: ProxyDeps): Stage {
+  if (deps.assertionKeys !== undefined && deps.assertionKeys.length === 0) {
+    throw new Error('proxy: assertionKeys is empty; pass at least one key or none');
+  }
+  const signingKey = deps.assertionKeys?.[0];
+
+  return async function proxy(ctx) {
+    const route = ctx.route;
+    if (route === undefined) throw new Error('proxy stage needs the route stage before it');
+    const pool = deps.upstreams.pool(route.upstream);
+    const method = ctx.req.method ?? 'GET';
+
+    const declared = ctx.req.headers['content-length'];
+    if (declared !== undefined && Number(declared) > deps.maxBodyBytes) {
+      throw tooLarge(deps.maxBodyBytes);
+    }
+    const hasBody =
+      (declared !== undefined && declared !== '0') || ctx.req.headers['transfer-encoding'] !== undefined;
+
+    const headers = forwardedHeaders(ctx, config.trustProxy);
+    if (ctx.principal !== undefined) {
+      if (signingKey === undefined)
+        throw new Error('proxy: a principal is set but no assertion key was given');
+      headers.push(
+        IDENTITY_HEADER,
+        signAssertion(signingKey, ctx.principal, { method, target: ctx.target, requestId: ctx.requestId }),
+      );
+    }
+
+    // Waiting for the first body bytes before contacting the upstream means a request whose
+    // body is malformed from the start (bad chunk size) never reaches it at all.
+    const body = hasBody ? await limitedBody(ctx, deps.maxBodyBytes) : null;
+    const retries = !hasBody && IDEMPOTENT.has(method) ? config.retries : 0;
+
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const upstream = await pool.request({
+          path: ctx.target,
+          method,
+          headers,
+          body: body?.stream ?? null,
+          signal: ctx.signal,
+        });
+        if (upstream.statusCode < 200 || upstream.statusCode > 599) {
+          upstream.body.destroy();
+          deps.metrics.upstreamError(upstreamLabel(route.upstream), 'malformed');
+          throw new HttpProblem('ERR_BAD_GATEWAY', 'the upstream answered with an invalid status');
+        }
+        // A HEAD response has no body to relay; draining the empty stream frees the connection.
+        if (method === 'HEAD') upstream.body.resume();
+        ctx.response = {
+          status: upstream.statusCode,
+          headers: responseHeaders(upstream.headers),
+          body: method === 'HEAD' ? null : upstream.body,
+        };
+        return;
+      } catch (error) {
+        if (error instanceof HttpProblem) throw error;
+        const failure = body?.failure();
+        if (failure !== undefined) throw failure;
+        if (ctx.signal.aborted) throw new ClientGoneError();
+        const code = (error as NodeJS.ErrnoException).code ?? '';
+        if (attempt < retries && RETRIABLE_CODES.has(code)) {
+          ctx.log.warn({ err: describe(error), attempt: attempt + 1 }, 'retrying idempotent request');
+          continue;
+        }
+        const kind = errorKind(error);
+        deps.metrics.upstreamError(upstreamLabel(route.upstream), kind);
+        ctx.log.warn(
+          { err: describe(error), upstream: upstreamLabel(route.upstream), kind },
+          'upstream failed',
+        );
+        throw upstreamProblem(kind);
+      }
+    }
+  };
+}
+
+function upstreamLabel(upstream: string): string {
+  return new URL(upstream).origin;
+}
+
+function tooLarge(limit: number): HttpProblem {
+  return new HttpProblem('ERR_PAYLOAD_TOO_LARGE', `request body exceeds the limit of ${limit} bytes`, {
+    // The rest of the body is unread; the connection cannot carry another request.
+    headers: { Connection: 'close' },
+  });
+}
+
+/**
+ * The request body as a stream that counts bytes as they flow to the upstream: past the
+ * limit it fails (aborting the upstream request) before the excess is forwarded.
+ */
+async function limitedBody(
+  ctx: GatewayContext,
+  limit: number,
+): Promise<{ stream: Readable; failure: () => HttpProblem | undefined }> {
+  const chunks = ctx.req[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  let first: IteratorResult<Buffer>;
+  try {
+    first = await chunks.next();
+  } catch {
+    throw new ClientGoneError();
+  }
+  let seen = first.done === true ? 0 : first.value.length;
+  if (seen > limit) throw tooLarge(limit);
+
+  let failure: HttpProblem | undefined;
+  async function* rest(): AsyncGenerator<Buffer> {
+    if (first.done === true) return;
+    yield first.value;
+    for (;;) {
+      const next = await chunks.next();
+      if (next.done === true) return;
+      seen += next.value.length;
+      if (seen > limit) {
+        failure = tooLarge(limit);
+        throw failure;
+      }
+      yield next.value;
+    }
+  }
+  return { stream: Readable.from(rest(), { objectMode: false }), failure: () => failure };
+}
+
+/**
+ * The address of the peer this gateway talks to (what it states in X-Forwarded-For), for
+ * stages that key on it, such as rate limiting.
+ */
+export function clientAddress(req: IncomingMessage): string {
+  // A dual-stack listener reports IPv4 clients as `::ffff:a.b.c.d`; upstreams expect `a.b.c.d`.
+  return (req.socket.remoteAddress ?? 'unknown').replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/, '');
+}
+
+function forwardedHeaders(ctx: GatewayContext, trustProxy: boolean): string[] {
+  const { req } = ctx;
+  const drop = hopByHopNames(req.headers.connection);
+  const out: string[] = [];
+  const incoming = new Map<string, string[]>();
+  const raw = req.rawHeaders;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = (raw[i] ?? '').toLowerCase();
+    const value = raw[i + 1] ?? '';
+    if (drop.has(name) || NOT_FORWARDED.has(name)) continue;
+    if (CLIENT_FORWARDING.has(name)) {
+      if (trustProxy) incoming.set(name, [...(incoming.get(name) ?? []), value]);
+      continue;
+    }
+    out.push(name, value);
+  }
+
+  const address = clientAddress(req);
+  const host = req.headers.host ?? '';
+  // RFC 7239: IPv6 addresses are bracketed and the node quoted.
+  const node = address.includes(':') ? `"[${address}]"` : address;
+  const forwarded = `for=${node};proto=https;host="${host.replaceAll('"', '')}"`;
+  const append = (name: string, value: string) => [...(incoming.get(name) ?? []), value].join(', ');
+  out.push(
+    'forwarded',
+    append('forwarded', forwarded),
+    'x-forwarded-for',
+    append('x-forwarded-for', address),
+    'x-forwarded-proto',
+    incoming.get('x-forwarded-proto')?.[0] ?? 'https',
+    'x-forwarded-host',
+    incoming.get('x-forwarded-host')?.[0] ?? host,
+    REQUEST_ID_HEADER,
+    ctx.requestId,
+  );
+  return out;
+}
+
+function responseHeaders(
+  headers: Record<string, string | string[] | undefined>,
+): Record<string, string | string[]> {
+  const drop = hopByHopNames(headers['connection']);
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || drop.has(name)) continue;
+    out[name] = value;
+  }
+  return out;
+}
+
+function errorKind(error: unknown): UpstreamErrorKind {
+  const { code, name } = error as { code?: string; name?: string };
+  switch (code) {
+    case 'UND_ERR_HEADERS_TIMEOUT':
+    case 'UND_ERR_CONNECT_TIMEOUT':
+    case 'UND_ERR_BODY_TIMEOUT':
+      return 'timeout';
+    case 'ECONNREFUSED':
+    case 'ENOTFOUND':
+    case 'EHOSTUNREACH':
+    case 'ENETUNREACH':
+    case 'EAI_AGAIN':
+      return 'refused';
+    case 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH':
+    case 'UND_ERR_HEADERS_OVERFLOW':
+    case 'UND_ERR_INFO':
+      return 'malformed';
+    default:
+      return name === 'HTTPParserError' || code?.startsWith('HPE_') === true ? 'malformed' : 'reset';
+  }
+}
+
+function upstreamProblem(kind: UpstreamErrorKind): HttpProblem {
+  switch (kind) {
+    case 'timeout':
+      return new HttpProblem('ERR_GATEWAY_TIMEOUT', 'the upstream did not answer in time');
+    case 'refused':
+      return new HttpProblem('ERR_BAD_GATEWAY', 'the upstream refused the connection');
+    case 'malformed':
+      return new HttpProblem('ERR_BAD_GATEWAY', 'the upstream sent a malformed response');
+    case 'reset':
+      return new HttpProblem('ERR_BAD_GATEWAY', 'the upstream closed the connection without answering');
+  }
+}
+
+/** Error facts for logs: no headers, bodies or URLs with credentials. */
+function describe(error: unknown): { name?: string; code?: string; message?: string } {
+  const { name, code, message } = error as { name?: string; code?: string; message?: string };
+  return { name, code, message };
+}
