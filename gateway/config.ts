@@ -10,6 +10,8 @@ import { Ajv, type ErrorObject } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { parse as parseYaml } from 'yaml';
 import { AdminConfigSchema } from './admin.ts';
+import { AuthConfigSchema, checkAuthConfig } from './identity/config-schema.ts';
+import { RateLimitsSchema } from './rate-limit/config-schema.ts';
 import { ListenerConfigSchema, checkListener } from './listener.ts';
 import { ProxyConfigSchema } from './stages/proxy.ts';
 import { RequestIdConfigSchema } from './stages/request-id.ts';
@@ -27,8 +29,8 @@ function createConfigSchema(env: NodeJS.ProcessEnv) {
       requestId: RequestIdConfigSchema,
       routes: createRouteSchema(env),
       proxy: ProxyConfigSchema,
-      auth: Reserved('authenticate'),
-      rateLimits: Reserved('rate-limit'),
+      auth: AuthConfigSchema,
+      rateLimits: { ...RateLimitsSchema, default: {} },
       cache: Reserved('cache'),
     },
     { additionalProperties: false },
@@ -73,13 +75,23 @@ export function parseConfig(
   if (!validate(data)) throw new ConfigError(source, [...new Set((validate.errors ?? []).map(formatError))]);
 
   const config = data;
-  const problems = [...checkListener(config.listener), ...checkRoutes(config.routes)];
+  const problems = [
+    ...checkListener(config.listener),
+    ...checkRoutes(config.routes),
+    // The identity checks speak JSON pointers; operators read `auth.jwt.issuer`.
+    ...checkAuthConfig(config.auth).map((problem) => {
+      const [pointer = '', ...reason] = problem.split(': ');
+      return `${readablePath(pointer)}: ${reason.join(': ')}`;
+    }),
+  ];
   if (problems.length > 0) throw new ConfigError(source, problems);
 
   const baseDir = options.baseDir ?? process.cwd();
   const { tls } = config.listener;
   if (tls.certFile !== undefined) tls.certFile = resolvePath(baseDir, tls.certFile);
   if (tls.keyFile !== undefined) tls.keyFile = resolvePath(baseDir, tls.keyFile);
+  const { jwt } = config.auth;
+  if (jwt.jwksFile !== undefined) jwt.jwksFile = resolvePath(baseDir, jwt.jwksFile);
 
   const warnings = config.routes
     .filter((route) => route.auth === 'none')

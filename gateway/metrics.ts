@@ -13,6 +13,8 @@ export interface GatewayMetrics {
   upstreamError(upstream: string, kind: UpstreamErrorKind): void;
   connectionOpened(): void;
   connectionClosed(): void;
+  /** Exposes the rate limiter's store state (degraded when Redis fails) as gauges. */
+  watchRateLimiter(status: () => { degraded: boolean; storeFailures: number }): void;
 }
 
 export function createMetrics(options: { processMetrics: boolean }): GatewayMetrics {
@@ -59,6 +61,24 @@ export function createMetrics(options: { processMetrics: boolean }): GatewayMetr
     },
     connectionClosed() {
       connections.dec();
+    },
+    watchRateLimiter(status) {
+      new Gauge({
+        name: 'portico_ratelimit_store_degraded',
+        help: '1 while the rate-limit store (Redis) is failing and limits fall back per onStoreFailure.',
+        registers: [registry],
+        collect() {
+          this.set(status().degraded ? 1 : 0);
+        },
+      });
+      new Gauge({
+        name: 'portico_ratelimit_store_failures',
+        help: 'Rate-limit store commands that failed since start.',
+        registers: [registry],
+        collect() {
+          this.set(status().storeFailures);
+        },
+      });
     },
   };
 }

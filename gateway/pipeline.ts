@@ -18,6 +18,15 @@ export interface GatewayResponse {
   body: Readable | null;
 }
 
+/** What stages decided about a request, for the audit record. */
+export interface RequestFacts {
+  auth?: { outcome: 'ok' | 'refused' | 'unavailable' | 'none'; reason?: string };
+  /** `allowed`, `limited`, or `unavailable`, with the store that counted (redis, memory). */
+  rateLimit?: string;
+  /** The cache stage's outcome, e.g. `hit`, `miss`, `stale`. */
+  cache?: string;
+}
+
 /** What the stages know about one request. */
 export interface GatewayContext {
   readonly req: IncomingMessage;
@@ -32,6 +41,7 @@ export interface GatewayContext {
   /** Set by the authenticate stage (identity issue); the proxy asserts it upstream. */
   principal?: Principal;
   response?: GatewayResponse;
+  readonly facts: RequestFacts;
   /** Aborted when the client goes away: stages stop upstream work with it. */
   readonly signal: AbortSignal;
 }

@@ -6,10 +6,17 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex, Readable } from 'node:stream';
+import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { CACHE_INVALIDATES, GATEWAY_CACHE_CONTROL } from '../shared/cache-headers.ts';
 import { HttpProblem, sendProblem } from '../shared/errors.ts';
 import type { AssertionKey } from '../shared/identity-assertion.ts';
 import { createAdminServer, type ReadinessCheck } from './admin.ts';
+import { createAuditLog, type AuditLog } from './audit/audit-log.ts';
+import { createClientIp } from './client-ip.ts';
+import { createAuthenticator } from './identity/authenticate.ts';
+import { createRateLimiter, type RateLimiter } from './rate-limit/limiter.ts';
+import type { RateLimitsConfig } from './rate-limit/config-schema.ts';
 import type { GatewayConfig } from './config.ts';
 import { createHttpsListener, createRedirectListener, hstsValue } from './listener.ts';
 import { createMetrics, type GatewayMetrics } from './metrics.ts';
@@ -32,6 +39,14 @@ export interface GatewayDeps {
   readinessChecks?: readonly ReadinessCheck[];
   /** Process metrics (CPU, memory, event loop) in /metrics; off for in-process tests. */
   processMetrics?: boolean;
+  /** Development issuer and, without Redis, API-key records. Needed when a route requires auth. */
+  dataDir?: string;
+  /** Shared limits, revocations and invalidations; without it all of these are per process. */
+  redis?: Redis;
+  /** Audit log file, `-` for stdout; no audit log when absent (in-process tests). */
+  auditLogPath?: string;
+  /** Read for the API-key signing keys; process.env by default. */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** A running gateway. */
@@ -45,6 +60,9 @@ export interface Gateway {
   close(): Promise<void>;
   /** Re-reads the certificate files; a bad pair throws and the current one stays. */
   reloadCertificates(): { subject: string; validTo: string; fingerprint256: string };
+  /** Applies new rate-limit policies to the next requests; nothing in flight fails. */
+  reconfigureRateLimits(config: RateLimitsConfig): void;
+  readonly limiter: RateLimiter;
 }
 
 export async function startGateway(config: GatewayConfig, deps: GatewayDeps): Promise<Gateway> {
@@ -67,10 +85,30 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps): Pr
     config.routes.map((route) => route.upstream),
     config.proxy,
   );
+  const clientIpOf = createClientIp(config.proxy.trustProxy);
+  const limiter = createRateLimiter(config.rateLimits, {
+    redis: deps.redis,
+    onStoreError: (error) =>
+      log.warn({ err: { message: (error as Error).message } }, 'rate-limit store failed'),
+  });
+  metrics.watchRateLimiter(() => limiter.status());
+  const authenticator = config.routes.some((route) => route.auth === 'required')
+    ? createAuthenticator(config.auth, {
+        dataDir: requireDataDir(deps),
+        logger: log,
+        ...(deps.redis === undefined ? {} : { redis: deps.redis }),
+        ...(deps.env === undefined ? {} : { env: deps.env }),
+      })
+    : undefined;
+  const audit: AuditLog | undefined =
+    deps.auditLogPath === undefined ? undefined : createAuditLog({ path: deps.auditLogPath, logger: log });
   const run = compose(
     createStages(config, {
       upstreams,
       metrics,
+      limiter,
+      clientIp: (ctx) => clientIpOf(ctx.req),
+      ...(authenticator === undefined ? {} : { authenticator }),
       ...(deps.assertionKeys === undefined ? {} : { assertionKeys: deps.assertionKeys }),
     }),
   );
@@ -82,6 +120,7 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps): Pr
 
   function onRequest(req: IncomingMessage, res: ServerResponse): void {
     const started = process.hrtime.bigint();
+    const startedAt = Date.now();
     const controller = new AbortController();
     const target = req.url ?? '/';
     const ctx: GatewayContext = {
@@ -92,6 +131,7 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps): Pr
       requestId: '',
       log,
       signal: controller.signal,
+      facts: {},
     };
     inFlight++;
     pending.set(req.socket, res);
@@ -104,6 +144,26 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps): Pr
       // 499 (nginx's convention): the client left before any answer, which is not a 200.
       const status = res.headersSent ? res.statusCode : 499;
       metrics.observeRequest(route, req.method ?? 'OTHER', status, seconds);
+      audit?.record({
+        time: startedAt,
+        requestId: ctx.requestId,
+        ...(ctx.principal === undefined
+          ? {}
+          : {
+              subject: ctx.principal.subject,
+              customerId: ctx.principal.customerId,
+              ...(ctx.principal.keyId === undefined ? {} : { keyId: ctx.principal.keyId }),
+            }),
+        clientAddress: clientIpOf(req),
+        method: req.method ?? 'OTHER',
+        route: ctx.path,
+        status,
+        latencyMs: Math.round(seconds * 1e4) / 10,
+        authOutcome: ctx.facts.auth?.outcome ?? 'none',
+        ...(ctx.facts.auth?.reason === undefined ? {} : { authReason: ctx.facts.auth.reason }),
+        ...(ctx.facts.rateLimit === undefined ? {} : { rateLimit: ctx.facts.rateLimit }),
+        ...(ctx.facts.cache === undefined ? {} : { cache: ctx.facts.cache }),
+      });
       ctx.log.info(
         {
           method: req.method,
@@ -131,6 +191,10 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps): Pr
       if (ctx.response === undefined) throw new Error('no stage produced a response');
       if (draining) res.setHeader('Connection', 'close');
       const { status, headers, body } = ctx.response;
+      // Instructions from the service to this gateway (targeted cache control, invalidation
+      // hints) are for us alone, whichever stages ran.
+      delete headers[GATEWAY_CACHE_CONTROL];
+      delete headers[CACHE_INVALIDATES];
       res.writeHead(status, headers);
       if (body === null) {
         res.end();
@@ -169,6 +233,20 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps): Pr
         name: `upstream ${origin}`,
         check: (timeoutMs: number) => upstreams.probe(origin, timeoutMs),
       })),
+      ...(authenticator === undefined
+        ? []
+        : [
+            {
+              name: 'identity provider keys',
+              check: () =>
+                Promise.resolve(
+                  authenticator.ready()
+                    ? { ok: true, detail: 'signing keys loaded' }
+                    : { ok: false, detail: 'signing keys not loaded' },
+                ),
+            },
+          ]),
+      ...(deps.redis === undefined ? [] : [redisCheck(deps.redis)]),
       ...(deps.readinessChecks ?? []),
     ],
   });
@@ -219,6 +297,8 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps): Pr
       admin.close(() => resolve());
       admin.closeAllConnections();
     });
+    authenticator?.close();
+    await audit?.close();
     log.info('gateway stopped');
   }
 
@@ -229,6 +309,11 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps): Pr
       ...(redirectAddress ? { redirect: redirectAddress } : {}),
     },
     metrics,
+    limiter,
+    reconfigureRateLimits(next) {
+      limiter.reconfigure(next);
+      log.info({ policies: next.policies.map((p) => p.name) }, 'rate limits reloaded');
+    },
     close() {
       closing ??= drain();
       return closing;
@@ -270,6 +355,36 @@ function certificateFiles(config: GatewayConfig, deps: GatewayDeps): { certFile:
   if (certFile !== undefined && keyFile !== undefined) return { certFile, keyFile };
   if (deps.certificateFiles !== undefined) return deps.certificateFiles;
   throw new Error('listener.tls.certFile and keyFile are not set and no development certificate was given');
+}
+
+function requireDataDir(deps: GatewayDeps): string {
+  if (deps.dataDir === undefined)
+    throw new Error('a route requires authentication: the gateway needs a data dir');
+  return deps.dataDir;
+}
+
+/**
+ * Redis answers within the readiness probe's time. A gateway with Redis down still serves
+ * (limits fall back as configured) but reports not ready, so operators see it.
+ */
+function redisCheck(redis: Redis): ReadinessCheck {
+  return {
+    name: 'redis',
+    check: async (timeoutMs) => {
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        await Promise.race([
+          redis.ping(),
+          new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('timeout')), timeoutMs))),
+        ]);
+        return { ok: true, detail: 'PONG' };
+      } catch (error) {
+        return { ok: false, detail: `redis: ${(error as Error).message}` };
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
 }
 
 function internalProblem(ctx: GatewayContext, error: unknown): HttpProblem {

@@ -2,14 +2,16 @@
  * The one place that sets the order of the gateway's stages. Requests pass them top to
  * bottom; responses come back bottom to top; the proxy is terminal.
  *
- *   request-id → hygiene → route → [authenticate] → [rate-limit] → [cache] → proxy
- *
- * Bracketed stages belong to later issues and slot in where they are named.
+ *   request-id → hygiene → route → authenticate → rate-limit → [cache] → proxy
  */
 import type { AssertionKey } from '../shared/identity-assertion.ts';
 import type { GatewayConfig } from './config.ts';
+import type { Authenticator } from './identity/authenticate.ts';
 import type { GatewayMetrics } from './metrics.ts';
-import type { Stage } from './pipeline.ts';
+import type { GatewayContext, Stage } from './pipeline.ts';
+import { createRateLimitStage } from './rate-limit/rate-limit-stage.ts';
+import type { RateLimiter } from './rate-limit/limiter.ts';
+import { createAuthenticateStage } from './stages/authenticate.ts';
 import { createHygieneStage } from './stages/hygiene.ts';
 import { createProxyStage } from './stages/proxy.ts';
 import { createRequestIdStage } from './stages/request-id.ts';
@@ -19,17 +21,43 @@ import type { Upstreams } from './upstreams.ts';
 export interface StageDeps {
   upstreams: Upstreams;
   metrics: GatewayMetrics;
+  limiter: RateLimiter;
+  clientIp: (ctx: GatewayContext) => string;
+  /** Absent only when no route requires authentication. */
+  authenticator?: Authenticator;
   assertionKeys?: readonly AssertionKey[];
 }
 
 export function createStages(config: GatewayConfig, deps: StageDeps): Stage[] {
+  const requiresAuth = config.routes.some((route) => route.auth === 'required');
+  if (requiresAuth && deps.authenticator === undefined) {
+    throw new Error('a route requires authentication but the gateway has no authenticator');
+  }
   return [
     // First, so that every answer, refusals included, carries the id.
     createRequestIdStage(config.requestId),
     // Before anything reads the path or headers: smuggled or ambiguous requests stop here.
     createHygieneStage(),
     createRouteStage(config.routes),
-    // authenticate (identity issue): sets ctx.principal, or answers 401 for auth: required.
+    // Before anything is spent on the request: who is calling, or 401/403/503.
+    ...(deps.authenticator === undefined
+      ? []
+      : [
+          createAuthenticateStage({
+            authenticator: deps.authenticator,
+            limiter: deps.limiter,
+            clientIp: deps.clientIp,
+          }),
+        ]),
+    // After authentication, so that limits can count per principal, customer or key.
+    createRateLimitStage({
+      limiter: deps.limiter,
+      clientIp: deps.clientIp,
+      onDecision: (ctx, decision) => {
+        ctx.facts.rateLimit =
+          decision.kind === 'unavailable' ? 'unavailable' : `${decision.kind}:${decision.store}`;
+      },
+    }),
     createProxyStage(config.proxy, {
       upstreams: deps.upstreams,
       metrics: deps.metrics,

@@ -37,9 +37,55 @@ describe('gateway config', () => {
     expect(warnings).toEqual([]);
   });
 
-  it('a file with only rateLimits keeps the default /v1 route', () => {
-    const { config } = parseConfig({ rateLimits: { anything: 1 } }, { env: {} });
+  it('a file with only rateLimits keeps the default /v1 route, and the issue example is accepted as is', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'portico-config-'));
+    const file = join(dir, 'portico.yaml');
+    writeFileSync(
+      file,
+      [
+        'rateLimits:',
+        '  onStoreFailure: memory        # memory | allow | deny',
+        '  policies:',
+        '    - name: default',
+        '      key: principal            # principal | customer | apiKey | ip',
+        '      limit: 600',
+        '      window: 60s',
+        '    - name: order-writes',
+        '      match: { methods: [POST, PUT, PATCH, DELETE], path: /v1/orders }',
+        '      key: customer',
+        '      limit: 30',
+        '      window: 60s',
+        '',
+      ].join('\n'),
+    );
+    const { config } = loadConfig({ PORTICO_CONFIG: file });
     expect(config.routes.map((r) => r.prefix)).toEqual(['/v1']);
+    expect(config.rateLimits.policies.map((p) => [p.name, p.key, p.limit])).toEqual([
+      ['default', 'principal', 600],
+      ['order-writes', 'customer', 30],
+    ]);
+    expect(config.rateLimits.authFailures).toEqual({ limit: 20, window: '60s' });
+  });
+
+  it('reports every bad rate-limit key by its path', () => {
+    expect(() =>
+      parseConfig({
+        rateLimits: {
+          onStoreFailure: 'sometimes',
+          policies: [{ name: 'x y', key: 'user', limit: 0, window: '1w' }],
+        },
+      }),
+    ).toThrow(
+      expect.objectContaining({
+        problems: expect.arrayContaining([
+          expect.stringMatching(/^rateLimits\.onStoreFailure: must be one of/),
+          expect.stringMatching(/^rateLimits\.policies\[0\]\.name:/),
+          expect.stringMatching(/^rateLimits\.policies\[0\]\.key: must be one of/),
+          expect.stringMatching(/^rateLimits\.policies\[0\]\.limit:/),
+          expect.stringMatching(/^rateLimits\.policies\[0\]\.window/),
+        ]),
+      }),
+    );
   });
 
   it('a route gets auth required unless none is written, and none is warned about', () => {

@@ -292,7 +292,7 @@ describe('signals (gateway/main.ts as a child process)', () => {
     const certificate = await createTestCertificate();
     const gateway = await startGatewayProcess({
       listener: { tls: { certFile: certificate.certFile, keyFile: certificate.keyFile } },
-      routes: [{ prefix: '/v1', upstream: upstream.url }],
+      routes: [{ prefix: '/v1', upstream: upstream.url, auth: 'none' }],
     });
     processes.push(gateway);
     const agent = new Agent({ connections: 50, connect: { ca: certificate.cert, servername: 'localhost' } });
@@ -347,7 +347,9 @@ describe('signals (gateway/main.ts as a child process)', () => {
   it('with no certificate configured, creates and serves a self-signed localhost ECDSA certificate from the data dir', async () => {
     const upstream = await startRecordingUpstream();
     cleanups.push(() => upstream.close());
-    const gateway = await startGatewayProcess({ routes: [{ prefix: '/v1', upstream: upstream.url }] });
+    const gateway = await startGatewayProcess({
+      routes: [{ prefix: '/v1', upstream: upstream.url, auth: 'none' }],
+    });
     processes.push(gateway);
     const served = await new Promise<{ subject: string; keyType?: string }>((resolve, reject) => {
       const socket = tlsConnect({
@@ -373,7 +375,7 @@ describe('signals (gateway/main.ts as a child process)', () => {
     const second = await createTestCertificate('second');
     const gateway = await startGatewayProcess({
       listener: { tls: { certFile: first.certFile, keyFile: first.keyFile } },
-      routes: [{ prefix: '/v1', upstream: upstream.url }],
+      routes: [{ prefix: '/v1', upstream: upstream.url, auth: 'none' }],
     });
     processes.push(gateway);
     const before = await servedFingerprint(gateway.port, first.cert);

@@ -309,7 +309,7 @@ describe('identity seam', () => {
       { kid: 'k1', secret: Buffer.alloc(32, 1) },
       { kid: 'k2', secret: Buffer.alloc(32, 2) },
     ];
-    const { config } = parseConfig({ routes: [{ prefix: '/v1', upstream: upstream.url }] });
+    const { config } = parseConfig({ routes: [{ prefix: '/v1', upstream: upstream.url, auth: 'none' }] });
     const upstreams = createUpstreams([upstream.url], config.proxy);
     const proxy = createProxyStage(config.proxy, {
       upstreams,
@@ -334,6 +334,7 @@ describe('identity seam', () => {
         requestId: 'rid-1',
         log: pino({ level: 'silent' }),
         signal: new AbortController().signal,
+        facts: {},
       };
       void run(ctx).then(async () => {
         res.writeHead(ctx.response?.status ?? 500);

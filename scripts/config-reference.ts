@@ -1,0 +1,15 @@
+/**
+ * Regenerates the reference table in docs/gateway-config.md from the config schemas
+ * (`npm run docs:config`). A test fails when the committed table and the schemas disagree.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { configReference } from '../gateway/config.ts';
+
+const file = new URL('../docs/gateway-config.md', import.meta.url);
+const START = '<!-- reference:start -->';
+const END = '<!-- reference:end -->';
+const text = readFileSync(file, 'utf8');
+const start = text.indexOf(START);
+const end = text.indexOf(END);
+if (start === -1 || end === -1) throw new Error(`docs/gateway-config.md lacks the ${START} / ${END} markers`);
+writeFileSync(file, `${text.slice(0, start + START.length)}\n${configReference()}\n${text.slice(end)}`);
