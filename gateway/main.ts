@@ -25,6 +25,11 @@ function port(name: string, fallback: number): number {
   return parsed;
 }
 
+// Registered before anything starts: SIGHUP's default action ends the process, and one
+// arriving while the gateway starts must not.
+let onHangup = () => log.info('SIGHUP during start-up: nothing to reload yet');
+process.on('SIGHUP', () => onHangup());
+
 async function main(): Promise<void> {
   const { config, warnings } = loadConfig(env);
   for (const warning of warnings) log.warn(warning);
@@ -89,7 +94,7 @@ async function main(): Promise<void> {
   };
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));
-  process.on('SIGHUP', () => {
+  onHangup = () => {
     try {
       gateway.reloadCertificates();
     } catch (error) {
@@ -99,7 +104,7 @@ async function main(): Promise<void> {
       );
     }
     reloader?.reload('SIGHUP');
-  });
+  };
 }
 
 main().catch((error: unknown) => {

@@ -22,7 +22,10 @@ export interface GatewayProcess {
 
 const MAIN = new URL('../../../gateway/main.ts', import.meta.url).pathname;
 
-export async function startGatewayProcess(config: Record<string, unknown>): Promise<GatewayProcess> {
+export async function startGatewayProcess(
+  config: Record<string, unknown>,
+  extraEnv: Record<string, string> = {},
+): Promise<GatewayProcess & { configFile: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'portico-gw-'));
   const configFile = join(dir, 'gateway.json');
   writeFileSync(configFile, JSON.stringify(config));
@@ -34,6 +37,7 @@ export async function startGatewayProcess(config: Record<string, unknown>): Prom
       PORTICO_CONFIG: configFile,
       PORTICO_DATA_DIR: join(dir, 'data'),
       LOG_LEVEL: 'info',
+      ...extraEnv,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -95,6 +99,7 @@ export async function startGatewayProcess(config: Record<string, unknown>): Prom
   }
   return {
     child,
+    configFile,
     port: listening['port'] as number,
     adminPort: listening['adminPort'] as number,
     logs,
