@@ -96,7 +96,7 @@ describe('rate limits across gateway processes', () => {
     const [a, b] = await Promise.all([gateway(policy, env), gateway(policy, env)]);
     const token = await signToken(`cus_${randomBytes(4).toString('hex')}`);
     const statuses = await Promise.all(
-      Array.from({ length: 400 }, (_, i) => get((i % 2 === 0 ? a : b)!.port, token).then((r) => r.status)),
+      Array.from({ length: 400 }, (_, i) => get((i % 2 === 0 ? a : b).port, token).then((r) => r.status)),
     );
     expect(statuses.filter((s) => s === 200)).toHaveLength(100);
     expect(statuses.filter((s) => s === 429)).toHaveLength(300);
