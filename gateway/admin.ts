@@ -2,6 +2,7 @@
  * The admin listener, on 127.0.0.1 only: liveness, readiness and Prometheus metrics.
  * It stays open during a drain so that orchestrators see `/readyz` turn 503.
  */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:http';
 import { Type, type Static } from '@sinclair/typebox';
 import type { Logger } from 'pino';
@@ -27,6 +28,8 @@ export interface ReadinessCheck {
 
 export interface AdminDeps {
   metrics: GatewayMetrics;
+  /** Answers the cache purge endpoint (POST /cache/purge?prefix=...) when it returns true. */
+  purge?: (req: IncomingMessage, res: ServerResponse) => boolean;
   checks: () => readonly ReadinessCheck[];
   draining: () => boolean;
   log: Logger;
@@ -39,6 +42,7 @@ export function createAdminServer(config: AdminConfig, deps: AdminDeps): Server 
       res.writeHead(status, { 'Content-Type': type, 'Cache-Control': 'no-store' });
       res.end(typeof body === 'string' ? body : JSON.stringify(body));
     };
+    if (deps.purge?.(req, res) === true) return;
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.setHeader('Allow', 'GET, HEAD');
       send(405, { status: 'method not allowed' });

@@ -10,16 +10,13 @@ import { Ajv, type ErrorObject } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { parse as parseYaml } from 'yaml';
 import { AdminConfigSchema } from './admin.ts';
+import { CacheConfigSchema } from './cache/config-schema.ts';
 import { AuthConfigSchema, checkAuthConfig } from './identity/config-schema.ts';
 import { RateLimitsSchema } from './rate-limit/config-schema.ts';
 import { ListenerConfigSchema, checkListener } from './listener.ts';
 import { ProxyConfigSchema } from './stages/proxy.ts';
 import { RequestIdConfigSchema } from './stages/request-id.ts';
 import { checkRoutes, createRouteSchema } from './stages/route.ts';
-
-/** Sections that later stages own (identity, rate limiting, cache): accepted, not yet read. */
-const Reserved = (what: string) =>
-  Type.Optional(Type.Unknown({ description: `Reserved for the ${what} stage; validated by it.` }));
 
 function createConfigSchema(env: NodeJS.ProcessEnv) {
   return Type.Object(
@@ -31,7 +28,7 @@ function createConfigSchema(env: NodeJS.ProcessEnv) {
       proxy: ProxyConfigSchema,
       auth: AuthConfigSchema,
       rateLimits: { ...RateLimitsSchema, default: {} },
-      cache: Reserved('cache'),
+      cache: { ...CacheConfigSchema, default: {} },
     },
     { additionalProperties: false },
   );

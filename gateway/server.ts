@@ -14,6 +14,9 @@ import type { AssertionKey } from '../shared/identity-assertion.ts';
 import { createAdminServer, type ReadinessCheck } from './admin.ts';
 import { createAuditLog, type AuditLog } from './audit/audit-log.ts';
 import { createClientIp } from './client-ip.ts';
+import { createHttpCache } from './cache/http-cache.ts';
+import { registerCacheMetrics } from './cache/metrics.ts';
+import { handlePurge } from './cache/admin-purge.ts';
 import { createAuthenticator } from './identity/authenticate.ts';
 import { createRateLimiter, type RateLimiter } from './rate-limit/limiter.ts';
 import type { RateLimitsConfig } from './rate-limit/config-schema.ts';
@@ -100,6 +103,22 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps): Pr
         ...(deps.env === undefined ? {} : { env: deps.env }),
       })
     : undefined;
+  // A subscriber connection can only listen: invalidations need a second one. ioredis does
+  // not prefix channel names, so the deployment's key prefix goes into the channel itself.
+  const subscriber = deps.redis?.duplicate();
+  const cache = createHttpCache(config.cache, {
+    redis:
+      deps.redis === undefined || subscriber === undefined
+        ? undefined
+        : { publisher: deps.redis, subscriber },
+    channel: `${deps.redis?.options.keyPrefix ?? 'portico:'}cache-invalidation`,
+    log,
+  });
+  registerCacheMetrics(metrics.registry, cache);
+  // Until it hears invalidations the cache neither serves nor stores; give it a moment.
+  if (deps.redis !== undefined && !(await cache.whenReady(2000))) {
+    log.warn('cache invalidation channel not subscribed yet: the cache is bypassed until it is');
+  }
   const audit: AuditLog | undefined =
     deps.auditLogPath === undefined ? undefined : createAuditLog({ path: deps.auditLogPath, logger: log });
   const run = compose(
@@ -107,6 +126,7 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps): Pr
       upstreams,
       metrics,
       limiter,
+      cache,
       clientIp: (ctx) => clientIpOf(ctx.req),
       ...(authenticator === undefined ? {} : { authenticator }),
       ...(deps.assertionKeys === undefined ? {} : { assertionKeys: deps.assertionKeys }),
@@ -226,6 +246,7 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps): Pr
 
   const admin = createAdminServer(config.admin, {
     metrics,
+    purge: (req, res) => handlePurge(cache, req, res),
     log,
     draining: () => draining,
     checks: () => [
@@ -298,6 +319,8 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps): Pr
       admin.closeAllConnections();
     });
     authenticator?.close();
+    await cache.close();
+    subscriber?.disconnect();
     await audit?.close();
     log.info('gateway stopped');
   }

@@ -2,9 +2,11 @@
  * The one place that sets the order of the gateway's stages. Requests pass them top to
  * bottom; responses come back bottom to top; the proxy is terminal.
  *
- *   request-id → hygiene → route → authenticate → rate-limit → [cache] → proxy
+ *   request-id → hygiene → route → authenticate → rate-limit → cache → proxy
  */
 import type { AssertionKey } from '../shared/identity-assertion.ts';
+import { createCacheStage } from './cache/cache-stage.ts';
+import type { HttpCache } from './cache/http-cache.ts';
 import type { GatewayConfig } from './config.ts';
 import type { Authenticator } from './identity/authenticate.ts';
 import type { GatewayMetrics } from './metrics.ts';
@@ -22,6 +24,7 @@ export interface StageDeps {
   upstreams: Upstreams;
   metrics: GatewayMetrics;
   limiter: RateLimiter;
+  cache: HttpCache;
   clientIp: (ctx: GatewayContext) => string;
   /** Absent only when no route requires authentication. */
   authenticator?: Authenticator;
@@ -58,6 +61,8 @@ export function createStages(config: GatewayConfig, deps: StageDeps): Stage[] {
           decision.kind === 'unavailable' ? 'unavailable' : `${decision.kind}:${decision.store}`;
       },
     }),
+    // After the limits (a cache hit still counts), right before the proxy it saves a trip to.
+    createCacheStage(deps.cache),
     createProxyStage(config.proxy, {
       upstreams: deps.upstreams,
       metrics: deps.metrics,

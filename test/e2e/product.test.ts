@@ -57,6 +57,29 @@ describe('the API through the gateway', () => {
     expect(stolen.body.code).toBe('ERR_NOT_FOUND');
   });
 
+  it('serves repeated reads from the cache per customer, and never stale after the customer changes the order', async () => {
+    const id = customer('cached');
+    const token = await portico.token(id);
+    const created = await portico.call('POST', '/v1/orders', { token, body: ORDER });
+    const path = created.headers['location'] ?? '';
+    const first = await portico.call('GET', path, { token });
+    expect(first.headers['cache-status']).toMatch(/fwd=uri-miss; fwd-status=200; stored/);
+    const second = await portico.call('GET', path, { token });
+    expect(second.headers['cache-status']).toMatch(/^Portico; hit/);
+    expect(second.body).toEqual(first.body);
+
+    const patched = await portico.call('PATCH', path, { token, body: { status: 'cancelled' } });
+    expect(patched.status).toBe(200);
+    const after = await portico.call('GET', path, { token });
+    expect(after.body.status).toBe('cancelled');
+    expect(after.headers['cache-status']).not.toMatch(/^Portico; hit/);
+
+    // Another customer asking for the same URL never gets the stored entry.
+    const other = await portico.call('GET', path, { token: await portico.token(customer('other')) });
+    expect(other.status).toBe(404);
+    expect(other.headers['cache-status']).not.toMatch(/^Portico; hit/);
+  });
+
   it('answers 401 with the RFC 6750 challenge: bare without a credential, invalid_token with a bad one', async () => {
     const none = await portico.call('GET', '/v1/orders');
     expect(none.status).toBe(401);

@@ -53,7 +53,7 @@ export async function startPortico(
   const service = await startService({ sql, assertionKeys, logger: pino({ level: 'silent' }), port: 0 });
   const certificate = await createTestCertificate();
   const { config } = parseConfig({
-    routes: [{ prefix: '/v1', upstream: service.url }],
+    routes: [{ prefix: '/v1', upstream: service.url, cache: true }],
     ...options.config,
     listener: { tls: { certFile: certificate.certFile, keyFile: certificate.keyFile } },
   });

@@ -1,0 +1,325 @@
+/**
+ * The cache stage: between rate-limit and the proxy. Answers GET and HEAD from stored
+ * responses when RFC 9111 allows, revalidates stale ones with their validators, stores what
+ * may be stored while streaming it to the client, invalidates after successful unsafe
+ * requests, and strips the service's cache instructions from every response.
+ */
+import type { Readable } from 'node:stream';
+import { HttpProblem } from '../../shared/errors.ts';
+import { CACHE_INVALIDATES, GATEWAY_CACHE_CONTROL } from '../../shared/cache-headers.ts';
+import type { GatewayContext, GatewayResponse, Next, Stage } from '../pipeline.ts';
+import { readBody, teeBody } from './body-tee.ts';
+import { appendCacheStatus, formatCacheStatus, type CacheStatus } from './cache-status.ts';
+import type { CacheRequest, Fill, HttpCache, Outcome, StoredResponse } from './http-cache.ts';
+import { SAFE_METHODS, invalidationTargets } from './invalidation-targets.ts';
+import { readSemantics } from './response-semantics.ts';
+import { storedAnswer } from './stored-answer.ts';
+import { setRevalidationHeaders } from './upstream-request.ts';
+
+/** A stored response being revalidated, and why. */
+interface Revalidation {
+  entry: StoredResponse;
+  reason: 'stale' | 'request';
+}
+
+/** The cache stage over one cache instance; goes between rate-limit and the proxy. */
+export function createCacheStage(cache: HttpCache): Stage {
+  return async function cacheStage(ctx, next) {
+    const method = ctx.req.method ?? 'GET';
+    if (!SAFE_METHODS.has(method)) return unsafe(ctx, next, cache);
+    const bypass = bypassReason(ctx, method, cache);
+    if (bypass !== undefined) {
+      ctx.facts.cache = 'bypass';
+      if (bypass !== 'route') cache.record('bypass');
+      await next();
+      finish(ctx.response, {
+        fwd: method === 'GET' || method === 'HEAD' ? 'bypass' : 'method',
+        detail: bypass,
+      });
+      return;
+    }
+    const request = cache.describe(method, ctx.target, ctx.path, ctx.req.headers, ctx.principal);
+    const selection = cache.select(request);
+    switch (selection.kind) {
+      case 'fresh':
+        note(ctx, cache, 'hit');
+        ctx.response = storedAnswer(selection.entry, request, { hit: true });
+        return;
+      case 'stale-while-revalidate':
+        cache.record('hit');
+        note(ctx, cache, 'stale');
+        ctx.response = storedAnswer(selection.entry, request, {
+          hit: true,
+          detail: 'stale-while-revalidate',
+        });
+        revalidateInBackground(ctx, next, cache, request, selection.entry);
+        return;
+      case 'revalidate':
+        onlyIfCached(request);
+        return forward(ctx, next, cache, request, selection);
+      default:
+        onlyIfCached(request);
+        return forward(ctx, next, cache, request, undefined, selection.kind);
+    }
+  };
+}
+
+function bypassReason(ctx: GatewayContext, method: string, cache: HttpCache): string | undefined {
+  if (!cache.config.enabled || ctx.route?.cache !== true) return 'route';
+  if (method !== 'GET' && method !== 'HEAD') return 'method';
+  if (!cache.available()) return 'invalidation-offline';
+  const headers = ctx.req.headers;
+  // Ranges are not stored (a partial response would need to be combined, 3.3).
+  if (headers.range !== undefined || headers['if-range'] !== undefined) return 'range';
+  // 4.3.2: preconditions that only the origin can evaluate are its business.
+  if (headers['if-match'] !== undefined || headers['if-unmodified-since'] !== undefined)
+    return 'precondition';
+  return undefined;
+}
+
+/** 5.2.1.7: only-if-cached and nothing usable stored → 504. */
+function onlyIfCached(request: CacheRequest): void {
+  if (request.directives.has('only-if-cached'))
+    throw new HttpProblem('ERR_GATEWAY_TIMEOUT', 'only-if-cached: no stored response can be used', {
+      headers: { 'Cache-Status': formatCacheStatus({ detail: 'only-if-cached' }) },
+    });
+}
+
+async function unsafe(ctx: GatewayContext, next: Next, cache: HttpCache): Promise<void> {
+  await next();
+  const response = ctx.response;
+  if (response === undefined) return;
+  // 4.4: a non-error status means the state changed; unknown methods count as unsafe.
+  if (response.status >= 200 && response.status < 400) {
+    await cache.invalidate(invalidationTargets(ctx.path, ctx.target, ctx.req.headers.host, response.headers));
+    ctx.facts.cache = 'invalidated';
+  } else ctx.facts.cache = 'bypass';
+  finish(response, ctx.route?.cache === true ? { fwd: 'method' } : { fwd: 'bypass', detail: 'route' });
+}
+
+async function forward(
+  ctx: GatewayContext,
+  next: Next,
+  cache: HttpCache,
+  request: CacheRequest,
+  revalidation: Revalidation | undefined,
+  miss: 'uri-miss' | 'vary-miss' = 'uri-miss',
+): Promise<void> {
+  const fwd = revalidation === undefined ? miss : revalidation.reason === 'request' ? 'request' : 'stale';
+  if (revalidation !== undefined) setRevalidationHeaders(ctx.req, validatorsOf(revalidation.entry, request));
+  const fill = cache.beginFill(request.path);
+  try {
+    await next();
+  } catch (error) {
+    fill.end();
+    // An origin that cannot be reached (the proxy's 502/504): RFC 9111 section 4.2.4 lets a
+    // disconnected cache serve stale unless must-revalidate, proxy-revalidate, no-cache or
+    // s-maxage forbid it; stale-if-error (RFC 5861 section 4) says so explicitly. Not when the
+    // client itself asked for validation (no-cache, max-age=0): it gets the error.
+    if (revalidation?.reason === 'stale' && error instanceof HttpProblem && error.status >= 500) {
+      const entry = revalidation.entry;
+      if (!entry.semantics.neverStale) {
+        note(ctx, cache, 'stale');
+        ctx.response = storedAnswer(entry, request, {
+          fwd: 'stale',
+          detail: staleIfError(entry) ? 'stale-if-error' : 'origin-unreachable',
+        });
+        return;
+      }
+    }
+    if (error instanceof HttpProblem)
+      error.headers['Cache-Status'] = formatCacheStatus({ fwd, detail: 'origin-error' });
+    throw error;
+  }
+  const response = ctx.response;
+  if (response === undefined) {
+    fill.end();
+    return;
+  }
+  if (revalidation !== undefined) {
+    if (response.status === 304) {
+      response.body?.resume();
+      fill.end();
+      const why = revalidation.reason === 'request' ? 'request' : 'stale';
+      return answerRevalidated(ctx, cache, request, revalidation, fill, response, why);
+    }
+    if (response.status >= 500 && revalidation.reason === 'stale' && staleIfError(revalidation.entry)) {
+      discard(response.body);
+      fill.end();
+      note(ctx, cache, 'stale');
+      ctx.response = storedAnswer(revalidation.entry, request, {
+        fwd: 'stale',
+        fwdStatus: response.status,
+        detail: 'stale-if-error',
+      });
+      return;
+    }
+    // A full response replaces what was stored, whether or not it may be stored itself.
+    if (response.status < 500) cache.remove(revalidation.entry);
+  }
+  note(ctx, cache, 'miss');
+  const semantics = readSemantics(response.headers);
+  const decision = cache.decide(request, fill, {
+    status: response.status,
+    headers: response.headers,
+    semantics,
+  });
+  strip(response.headers);
+  const status: CacheStatus = { fwd, fwdStatus: response.status };
+  if (!decision.store) {
+    fill.end();
+    appendCacheStatus(response.headers, { ...status, detail: decision.reason });
+    return;
+  }
+  if (response.body === null) {
+    cache.commit(fill, decision.build(Buffer.alloc(0)));
+    fill.end();
+  } else {
+    response.body = teeBody(
+      response.body,
+      cache.config.maxEntryBytes,
+      (body) => cache.commit(fill, decision.build(body)),
+      () => fill.end(),
+    );
+  }
+  appendCacheStatus(response.headers, { ...status, stored: true });
+}
+
+function answerRevalidated(
+  ctx: GatewayContext,
+  cache: HttpCache,
+  request: CacheRequest,
+  revalidation: Revalidation,
+  fill: Fill,
+  response: GatewayResponse,
+  fwd: 'stale' | 'request',
+): void {
+  const semantics = readSemantics(response.headers);
+  const updated = cache.freshen(revalidation.entry, request, fill, {
+    status: 304,
+    headers: response.headers,
+    semantics,
+  });
+  note(ctx, cache, 'revalidated');
+  // A 304 that selects no stored response (4.3.4) still says the origin has nothing newer
+  // than what we sent it; like http-cache-semantics, the old body is the only one to serve.
+  ctx.response = storedAnswer(updated ?? revalidation.entry, request, {
+    fwd,
+    fwdStatus: 304,
+    ...(updated === undefined ? { detail: 'validator-mismatch' } : {}),
+  });
+}
+
+/**
+ * stale-while-revalidate (RFC 5861 section 3): the stale answer goes out now; the
+ * revalidation runs once the client's response is complete, so that it can never change
+ * the response the listener is writing.
+ */
+function revalidateInBackground(
+  ctx: GatewayContext,
+  next: Next,
+  cache: HttpCache,
+  request: CacheRequest,
+  entry: StoredResponse,
+): void {
+  // A HEAD would bring back no body to store; the next GET revalidates instead.
+  if (entry.revalidating === true || request.method !== 'GET') return;
+  entry.revalidating = true;
+  ctx.res.once('close', () => {
+    if (ctx.signal.aborted) {
+      entry.revalidating = false;
+      return;
+    }
+    setRevalidationHeaders(ctx.req, validatorsOf(entry, request));
+    const fill = cache.beginFill(request.path);
+    void (async () => {
+      try {
+        await next();
+        const response = ctx.response;
+        if (response === undefined) return;
+        if (response.status === 304) {
+          response.body?.resume();
+          cache.freshen(entry, request, fill, {
+            status: 304,
+            headers: response.headers,
+            semantics: readSemantics(response.headers),
+          });
+          return;
+        }
+        if (response.status >= 500) {
+          discard(response.body);
+          return;
+        }
+        cache.remove(entry);
+        const decision = cache.decide(request, fill, {
+          status: response.status,
+          headers: response.headers,
+          semantics: readSemantics(response.headers),
+        });
+        if (!decision.store) {
+          discard(response.body);
+          return;
+        }
+        const body = await readBody(response.body, cache.config.maxEntryBytes);
+        if (body !== undefined) cache.commit(fill, decision.build(body));
+      } catch (error) {
+        ctx.log.debug(
+          { err: { name: (error as Error).name, message: (error as Error).message } },
+          'background revalidation failed',
+        );
+      } finally {
+        fill.end();
+        entry.revalidating = false;
+      }
+    })();
+  });
+}
+
+/** The stored response's validators, through http-cache-semantics (4.3.1). */
+function validatorsOf(
+  entry: StoredResponse,
+  request: CacheRequest,
+): { 'if-none-match'?: string; 'if-modified-since'?: string } {
+  const headers = { ...request.view.headers };
+  delete headers['if-none-match'];
+  delete headers['if-modified-since'];
+  const conditional = entry.policy.revalidationHeaders({ ...request.view, headers });
+  const out: { 'if-none-match'?: string; 'if-modified-since'?: string } = {};
+  const etag = conditional['if-none-match'];
+  const since = conditional['if-modified-since'];
+  if (typeof etag === 'string') out['if-none-match'] = etag;
+  // The library sends its normalized date; origins compare the exact value they sent.
+  const lastModified = entry.headers['last-modified'];
+  if (typeof since === 'string')
+    out['if-modified-since'] = (Array.isArray(lastModified) ? lastModified[0] : lastModified) ?? since;
+  return out;
+}
+
+function staleIfError(entry: StoredResponse): boolean {
+  const { policy, semantics } = entry;
+  return !semantics.neverStale && policy.maxAge() + semantics.staleIfError > policy.age();
+}
+
+/** Counts the outcome and tells the audit record (ctx.facts). */
+function note(ctx: GatewayContext, cache: HttpCache, outcome: Outcome): void {
+  cache.record(outcome);
+  ctx.facts.cache = outcome;
+}
+
+/** Drops an upstream body nobody will read; its abort error has no one to reach. */
+function discard(body: Readable | null): void {
+  if (body === null) return;
+  body.on('error', () => {});
+  body.destroy();
+}
+
+function strip(headers: Record<string, string | string[]>): void {
+  delete headers[GATEWAY_CACHE_CONTROL];
+  delete headers[CACHE_INVALIDATES];
+}
+
+function finish(response: GatewayResponse | undefined, status: CacheStatus): void {
+  if (response === undefined) return;
+  strip(response.headers);
+  appendCacheStatus(response.headers, status);
+}

@@ -1,0 +1,45 @@
+/**
+ * A client's conditional GET/HEAD answered from a stored response (RFC 9111 section 4.3.2,
+ * RFC 9110 section 13.1): If-None-Match by weak comparison, else If-Modified-Since against
+ * Last-Modified, or Date, of the stored response.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import { joinField } from './directives.ts';
+import { parseHttpDate } from './http-date.ts';
+
+/** The stored response fields a conditional request is compared with. */
+export interface Validators {
+  etag?: string | string[] | undefined;
+  'last-modified'?: string | string[] | undefined;
+  date?: string | string[] | undefined;
+}
+
+/** True when the client's copy is current: answer 304 instead of the stored body. */
+export function notModified(request: IncomingHttpHeaders, stored: Validators): boolean {
+  const ifNoneMatch = joinField(request['if-none-match']);
+  if (ifNoneMatch !== undefined) {
+    // 13.1.2: `*` matches any current representation; otherwise weak comparison.
+    if (ifNoneMatch.trim() === '*') return true;
+    const etag = first(stored.etag);
+    if (etag === undefined) return false;
+    const opaque = weak(etag);
+    return entityTags(ifNoneMatch).some((tag) => weak(tag) === opaque);
+  }
+  // 13.1.3: If-Modified-Since is ignored when If-None-Match is present (handled above).
+  const since = parseHttpDate(request['if-modified-since']);
+  if (since === undefined) return false;
+  const modified = parseHttpDate(stored['last-modified']) ?? parseHttpDate(stored.date);
+  return modified !== undefined && modified <= since;
+}
+
+function entityTags(list: string): string[] {
+  return [...list.matchAll(/(?:W\/)?"[^"]*"/g)].map((m) => m[0]);
+}
+
+function weak(tag: string): string {
+  return tag.trim().replace(/^W\//, '');
+}
+
+function first(value: string | string[] | undefined): string | undefined {
+  return typeof value === 'string' ? value : value?.[0];
+}

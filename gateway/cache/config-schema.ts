@@ -1,0 +1,44 @@
+/**
+ * The `cache` section of the gateway config. Every field has a type, a default and a
+ * description; which routes the cache serves is the per-route `cache` flag.
+ */
+import { Type, type Static } from '@sinclair/typebox';
+
+/** Schema of the `cache` config section; defaults fill what a file leaves out. */
+export const CacheConfigSchema = Type.Object(
+  {
+    enabled: Type.Boolean({
+      default: true,
+      description:
+        'Off: nothing is stored or served from the cache; the targeted headers are still stripped and ' +
+        'writes still invalidate other replicas.',
+    }),
+    maxBytes: Type.Integer({
+      minimum: 0,
+      default: 64 * 1024 * 1024,
+      description:
+        'Memory the stored responses (bodies, headers, keys) may take; least recently used go first.',
+    }),
+    maxEntryBytes: Type.Integer({
+      minimum: 0,
+      default: 1024 * 1024,
+      description: 'Largest response body stored; larger bodies are streamed through, never stored.',
+    }),
+    heuristicFraction: Type.Number({
+      minimum: 0,
+      maximum: 1,
+      default: 0.1,
+      description:
+        'Heuristic freshness (RFC 9111 section 4.2.2) as a fraction of the time since Last-Modified, ' +
+        'used only for responses without explicit freshness that the RFC allows it for.',
+    }),
+    maxHeuristicSeconds: Type.Integer({
+      minimum: 0,
+      default: 86400,
+      description: 'Upper bound of a heuristic freshness lifetime.',
+    }),
+  },
+  { additionalProperties: false, default: {}, description: 'The shared HTTP cache (RFC 9111) at the edge.' },
+);
+/** The validated `cache` section. */
+export type CacheConfig = Static<typeof CacheConfigSchema>;

@@ -1,0 +1,134 @@
+/**
+ * Stored responses in an LRU bounded by bytes, with the two indexes the cache needs: by
+ * partition and target (the variants of one URI, RFC 9111 section 4.1) and by path (what an
+ * invalidation drops: every query string, every partition).
+ */
+import { LRUCache } from 'lru-cache';
+import type { Policy } from './policy.ts';
+import type { ResponseSemantics } from './response-semantics.ts';
+
+/** One stored response with what reusing it needs. */
+export interface StoredResponse {
+  readonly key: string;
+  readonly primary: string;
+  readonly path: string;
+  readonly status: number;
+  /** As received, less what is never stored (hop-by-hop, per-request fields). */
+  readonly headers: Record<string, string | string[]>;
+  readonly body: Buffer;
+  readonly policy: Policy;
+  readonly semantics: ResponseSemantics;
+  /** Request values of the Vary fields (4.1), `undefined` when absent. */
+  readonly varyValues: ReadonlyMap<string, string | undefined>;
+  readonly storedAt: number;
+  /** Set while a background revalidation (stale-while-revalidate) runs. */
+  revalidating?: boolean;
+}
+
+/** Per-entry bookkeeping beyond the body: keys, maps, the policy object. */
+const ENTRY_OVERHEAD = 1024;
+
+/** Key of the variants of one target in one partition. */
+export function primaryKey(partition: string, target: string): string {
+  return `${partition}\n${target}`;
+}
+
+/** Key of one variant: the primary key and the request's values of the Vary fields. */
+export function entryKey(primary: string, varyValues: ReadonlyMap<string, string | undefined>): string {
+  return varyValues.size === 0 ? primary : `${primary}\n${JSON.stringify([...varyValues])}`;
+}
+
+/** Bytes an entry is charged in the LRU. */
+export function entrySize(entry: Omit<StoredResponse, 'size'>): number {
+  let size = ENTRY_OVERHEAD + entry.body.length + entry.key.length * 2;
+  for (const [name, value] of Object.entries(entry.headers))
+    size += name.length + (Array.isArray(value) ? value.join('').length : value.length);
+  return size;
+}
+
+/** The LRU of stored responses with its indexes. */
+export interface EntryStore {
+  set(entry: StoredResponse): boolean;
+  /** The variants stored for one partition and target, touching them in the LRU. */
+  variants(primary: string): StoredResponse[];
+  delete(entry: StoredResponse): void;
+  deletePath(path: string): number;
+  deletePathPrefix(prefix: string): number;
+  clear(): number;
+  readonly bytes: number;
+  readonly size: number;
+}
+
+/** A store holding at most `maxBytes` (see entrySize). */
+export function createEntryStore(maxBytes: number): EntryStore {
+  const byPrimary = new Map<string, Set<string>>();
+  const byPath = new Map<string, Set<string>>();
+  const index = (map: Map<string, Set<string>>, name: string, key: string) => {
+    let keys = map.get(name);
+    if (keys === undefined) map.set(name, (keys = new Set()));
+    keys.add(key);
+  };
+  const unindex = (map: Map<string, Set<string>>, name: string, key: string) => {
+    const keys = map.get(name);
+    keys?.delete(key);
+    if (keys?.size === 0) map.delete(name);
+  };
+  const lru = new LRUCache<string, StoredResponse>({
+    // lru-cache refuses a zero bound; a cache of zero bytes stores nothing (set() checks).
+    maxSize: Math.max(1, maxBytes),
+    sizeCalculation: (entry) => entrySize(entry),
+    dispose: (entry, key, reason) => {
+      // A replaced entry keeps its key in the indexes: the new value took its place.
+      if (reason === 'set') return;
+      unindex(byPrimary, entry.primary, key);
+      unindex(byPath, entry.path, key);
+    },
+  });
+  const deleteKeys = (keys: Iterable<string>) => {
+    let count = 0;
+    for (const key of [...keys]) if (lru.delete(key)) count++;
+    return count;
+  };
+  return {
+    set(entry) {
+      if (maxBytes === 0 || entrySize(entry) > maxBytes) return false;
+      lru.set(entry.key, entry);
+      if (!lru.has(entry.key)) return false;
+      index(byPrimary, entry.primary, entry.key);
+      index(byPath, entry.path, entry.key);
+      return true;
+    },
+    variants(primary) {
+      const out: StoredResponse[] = [];
+      for (const key of byPrimary.get(primary) ?? []) {
+        const entry = lru.get(key);
+        if (entry !== undefined) out.push(entry);
+      }
+      return out;
+    },
+    delete(entry) {
+      if (lru.peek(entry.key) === entry) lru.delete(entry.key);
+    },
+    deletePath(path) {
+      return deleteKeys(byPath.get(path) ?? []);
+    },
+    deletePathPrefix(prefix) {
+      let count = 0;
+      for (const [path, keys] of [...byPath]) if (path.startsWith(prefix)) count += deleteKeys(keys);
+      return count;
+    },
+    clear() {
+      const count = lru.size;
+      lru.clear();
+      byPrimary.clear();
+      byPath.clear();
+      return count;
+    },
+    get bytes() {
+      return lru.calculatedSize;
+    },
+    get size() {
+      return lru.size;
+    },
+  };
+}

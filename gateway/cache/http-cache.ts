@@ -1,0 +1,439 @@
+/**
+ * The cache itself, without HTTP plumbing: stored responses by partition and target, the
+ * RFC 9111 reuse decision for a request, storing with the section 3 rules, invalidation
+ * (local, and across replicas over Redis), purge and statistics. The pipeline stage
+ * (cache-stage.ts) drives it.
+ */
+import { createHash } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Principal } from '../../shared/principal.ts';
+import type { CacheConfig } from './config-schema.ts';
+import { parseCacheControl, type Directives } from './directives.ts';
+import {
+  createEntryStore,
+  entryKey,
+  primaryKey,
+  type EntryStore,
+  type StoredResponse,
+} from './entry-store.ts';
+import { createInvalidationBus, type InvalidationBus } from './invalidation-bus.ts';
+import { callerOf, lookupPartitions, storePartition, type Caller } from './partition.ts';
+import { createPolicyFactory, requestView, type PolicyFactory, type PolicyRequest } from './policy.ts';
+import { readSemantics, type ResponseSemantics } from './response-semantics.ts';
+import { storability } from './storability.ts';
+
+export type { StoredResponse } from './entry-store.ts';
+
+/** What the cache needs besides its config. */
+export interface HttpCacheDeps {
+  /** Two connections (a subscriber cannot publish); unset: invalidations stay in this process. */
+  redis?: { publisher: Redis; subscriber: Redis } | undefined;
+  /** Pub/sub channel, used as given: put the deployment's key prefix in it. */
+  channel: string;
+  log: Logger;
+  /** Milliseconds since the epoch; tests advance it. */
+  now?: () => number;
+}
+
+/** One request, as the cache reads it. */
+export interface CacheRequest {
+  readonly method: string;
+  readonly target: string;
+  readonly path: string;
+  readonly headers: IncomingHttpHeaders;
+  readonly caller: Caller;
+  readonly view: PolicyRequest;
+  readonly directives: Directives;
+}
+
+/** What the cache can do for a request (RFC 9111 section 4). */
+export type Selection =
+  | { kind: 'uri-miss' | 'vary-miss' }
+  | { kind: 'fresh'; entry: StoredResponse }
+  | { kind: 'stale-while-revalidate'; entry: StoredResponse }
+  /** `stale`: past its freshness; `request`: the request's directives forbid reuse (5.2.1). */
+  | { kind: 'revalidate'; entry: StoredResponse; reason: 'stale' | 'request' };
+
+/** A request on its way upstream whose response may be stored, unless invalidated meanwhile. */
+export interface Fill {
+  readonly path: string;
+  readonly requestTime: number;
+  poisoned: boolean;
+  end(): void;
+}
+
+/** A response from upstream, as the storing rules read it. */
+export interface ReceivedResponse {
+  status: number;
+  headers: Record<string, string | string[]>;
+  semantics: ResponseSemantics;
+}
+
+/** Whether a response will be stored, and how to build the entry once its body is complete. */
+export type StoreDecision =
+  | { store: true; partition: string; build: (body: Buffer) => StoredResponse }
+  | { store: false; reason: string };
+
+/** What the stage did with a request, for statistics. */
+export type Outcome = 'hit' | 'miss' | 'stale' | 'revalidated' | 'bypass';
+
+/** Counters since start, and the store's current size. */
+export interface CacheStats {
+  /** Answered from storage without the origin (stale-while-revalidate included). */
+  hits: number;
+  /** Forwarded without a usable stored response. */
+  misses: number;
+  /** Stored response served stale (stale-while-revalidate, stale-if-error). */
+  stale: number;
+  /** Stored response validated by the origin (304) and served. */
+  revalidated: number;
+  bypassed: number;
+  stored: number;
+  invalidated: number;
+  bytes: number;
+  entries: number;
+}
+
+/** The cache of one gateway instance. */
+export interface HttpCache {
+  readonly config: CacheConfig;
+  now(): number;
+  /** Enabled, and (with Redis) hearing the other replicas' invalidations. */
+  available(): boolean;
+  /** Resolves once the invalidation bus is subscribed (at once without Redis). */
+  whenReady(timeoutMs?: number): Promise<boolean>;
+  describe(
+    method: string,
+    target: string,
+    path: string,
+    headers: IncomingHttpHeaders,
+    principal?: Principal,
+  ): CacheRequest;
+  select(request: CacheRequest): Selection;
+  beginFill(path: string): Fill;
+  decide(request: CacheRequest, fill: Fill, response: ReceivedResponse): StoreDecision;
+  /** Stores unless the fill was invalidated meanwhile; true when stored. */
+  commit(fill: Fill, entry: StoredResponse): boolean;
+  /** A 304 for a stored response: the updated entry (3.2), stored again unless invalidated. */
+  freshen(
+    entry: StoredResponse,
+    request: CacheRequest,
+    fill: Fill,
+    response: ReceivedResponse,
+  ): StoredResponse | undefined;
+  remove(entry: StoredResponse): void;
+  /** Drops every stored response for these paths (any query, any partition), here and on every replica. */
+  invalidate(paths: readonly string[]): Promise<number>;
+  /** Drops every stored response whose path starts with `prefix`, here and on every replica. */
+  purge(prefix: string): number;
+  record(outcome: Outcome): void;
+  stats(): CacheStats;
+  close(): Promise<void>;
+}
+
+/** Header fields never stored: per-request, per-hop, or ours to strip. */
+const NOT_STORED = new Set([
+  'portico-invalidates',
+  'x-request-id',
+  'set-cookie-2',
+  'connection',
+  'keep-alive',
+]);
+/** 3.2: fields a 304 may not change: they describe the stored body, or this one exchange. */
+const NOT_UPDATED = new Set([
+  ...NOT_STORED,
+  'content-length',
+  'content-encoding',
+  'content-range',
+  'transfer-encoding',
+]);
+
+/**
+ * Creates the cache of one gateway instance. With `deps.redis`, it subscribes to `deps.channel`
+ * and serves nothing until subscribed; `close()` unsubscribes (the connections stay the caller's).
+ */
+export function createHttpCache(config: CacheConfig, deps: HttpCacheDeps): HttpCache {
+  const now = deps.now ?? Date.now;
+  const policies: PolicyFactory = createPolicyFactory({
+    now,
+    heuristicFraction: config.heuristicFraction,
+    maxHeuristicSeconds: config.maxHeuristicSeconds,
+  });
+  const store: EntryStore = createEntryStore(config.maxBytes);
+  const fills = new Map<string, Set<Fill>>();
+  const counts = { hit: 0, miss: 0, stale: 0, revalidated: 0, bypass: 0, stored: 0, invalidated: 0 };
+
+  const poison = (match: (path: string) => boolean) => {
+    for (const [path, set] of fills) if (match(path)) for (const fill of set) fill.poisoned = true;
+  };
+  const dropPaths = (paths: readonly string[]) => {
+    let dropped = 0;
+    for (const path of new Set(paths)) {
+      dropped += store.deletePath(path);
+      poison((p) => p === path);
+    }
+    counts.invalidated += dropped;
+    return dropped;
+  };
+  const dropPrefix = (prefix: string) => {
+    poison((p) => p.startsWith(prefix));
+    const dropped = store.deletePathPrefix(prefix);
+    counts.invalidated += dropped;
+    return dropped;
+  };
+
+  const bus: InvalidationBus | undefined =
+    deps.redis === undefined
+      ? undefined
+      : createInvalidationBus({
+          ...deps.redis,
+          channel: deps.channel,
+          log: deps.log,
+          onMessage(message) {
+            if (message.paths !== undefined) dropPaths(message.paths);
+            if (message.prefix !== undefined) dropPrefix(message.prefix);
+          },
+          onResubscribed() {
+            poison(() => true);
+            const dropped = store.clear();
+            deps.log.warn({ dropped }, 'cache invalidation bus back: stored responses dropped');
+          },
+        });
+
+  const available = () => config.enabled && (bus === undefined || bus.ready());
+
+  function varyMatches(entry: StoredResponse, headers: IncomingHttpHeaders): boolean {
+    for (const [name, value] of entry.varyValues) if (varyValue(headers, name) !== value) return false;
+    return true;
+  }
+
+  function evaluate(entry: StoredResponse, request: CacheRequest): Selection {
+    const { policy, semantics } = entry;
+    const result = policy.evaluateRequest(request.view);
+    const stale = policy.stale();
+    if (result.response !== undefined && (!stale || !semantics.neverStale)) {
+      if (result.revalidation === undefined) return { kind: 'fresh', entry };
+      if (!result.revalidation.synchronous) return { kind: 'stale-while-revalidate', entry };
+    }
+    return { kind: 'revalidate', entry, reason: stale ? 'stale' : 'request' };
+  }
+
+  return {
+    config,
+    now,
+    available,
+    whenReady: (timeoutMs = 5000) => bus?.whenReady(timeoutMs) ?? Promise.resolve(true),
+
+    describe(method, target, path, incoming, principal) {
+      // A copy: revalidation rewrites the conditionals of the forwarded request, and the
+      // client's own must still be answered afterwards.
+      const headers = { ...incoming };
+      return {
+        method,
+        target,
+        path,
+        headers,
+        caller: callerOf(principal, headers),
+        view: requestView(target, headers),
+        directives: parseCacheControl(headers['cache-control']),
+      };
+    },
+
+    select(request) {
+      let seen = false;
+      for (const partition of lookupPartitions(request.caller)) {
+        const variants = store.variants(primaryKey(partition, request.target));
+        seen ||= variants.length > 0;
+        const matching = variants.filter((entry) => varyMatches(entry, request.headers));
+        if (matching.length === 0) continue;
+        // 4.1: of several matching responses, the most recent is used.
+        const entry = matching.reduce((a, b) => (b.storedAt > a.storedAt ? b : a));
+        return evaluate(entry, request);
+      }
+      return { kind: seen ? 'vary-miss' : 'uri-miss' };
+    },
+
+    beginFill(path) {
+      const fill: Fill = {
+        path,
+        requestTime: now(),
+        poisoned: false,
+        end() {
+          const set = fills.get(path);
+          set?.delete(fill);
+          if (set?.size === 0) fills.delete(path);
+        },
+      };
+      let set = fills.get(path);
+      if (set === undefined) fills.set(path, (set = new Set()));
+      set.add(fill);
+      return fill;
+    },
+
+    decide(request, fill, response) {
+      if (!available()) return { store: false, reason: 'unavailable' };
+      const where = storePartition(request.caller, response.semantics);
+      if ('reason' in where) return { store: false, reason: where.reason };
+      const policy = policies.create(request.view, {
+        status: response.status,
+        headers: response.headers,
+        semantics: response.semantics,
+        requestTime: fill.requestTime,
+        responseTime: now(),
+      });
+      const verdict = storability({
+        method: request.method,
+        status: response.status,
+        headers: response.headers,
+        semantics: response.semantics,
+        requestNoStore: request.directives.has('no-store'),
+        policy,
+      });
+      if (!verdict.ok) return { store: false, reason: verdict.reason };
+      const length = Number(response.headers['content-length']);
+      if (Number.isFinite(length) && length > config.maxEntryBytes)
+        return { store: false, reason: 'too-large' };
+      const primary = primaryKey(where.partition, request.target);
+      const varyValues = new Map(
+        response.semantics.vary.map((name) => [name, varyValue(request.headers, name)] as const),
+      );
+      const headers = storedHeaders(response.headers, response.semantics.omittedFields);
+      return {
+        store: true,
+        partition: where.partition,
+        build: (body) => ({
+          key: entryKey(primary, varyValues),
+          primary,
+          path: request.path,
+          status: response.status,
+          headers,
+          body,
+          policy,
+          semantics: response.semantics,
+          varyValues,
+          storedAt: now(),
+        }),
+      };
+    },
+
+    commit(fill, entry) {
+      if (fill.poisoned || !available()) return false;
+      const stored = store.set(entry);
+      if (stored) counts.stored++;
+      return stored;
+    },
+
+    freshen(entry, request, fill, response) {
+      const check = entry.policy.revalidatedPolicy(request.view, {
+        status: 304,
+        headers: validatorView(response.headers),
+      });
+      // 4.3.4: a 304 whose validator selects no stored response updates nothing.
+      if (!check.matches) {
+        store.delete(entry);
+        return undefined;
+      }
+      const headers: Record<string, string | string[]> = { ...entry.headers };
+      const incoming = readSemantics(response.headers);
+      for (const [name, value] of Object.entries(response.headers))
+        if (!NOT_UPDATED.has(name) && !incoming.omittedFields.includes(name)) headers[name] = value;
+      const semantics = readSemantics(headers);
+      const policy = policies.create(request.view, {
+        status: entry.status,
+        headers,
+        semantics,
+        requestTime: fill.requestTime,
+        responseTime: now(),
+      });
+      const updated: StoredResponse = { ...entry, headers, semantics, policy, storedAt: now() };
+      delete updated.revalidating;
+      // The updated response answers this request; it is stored again only if it still may
+      // be (a 304 can bring no-store, or a Set-Cookie that must not be shared).
+      const verdict = storability({
+        method: 'GET',
+        status: entry.status,
+        headers,
+        semantics,
+        requestNoStore: false,
+        policy,
+      });
+      if (verdict.ok && !fill.poisoned && available()) store.set(updated);
+      else store.delete(entry);
+      return updated;
+    },
+
+    remove(entry) {
+      store.delete(entry);
+    },
+
+    async invalidate(paths) {
+      const dropped = dropPaths(paths);
+      if (bus !== undefined && paths.length > 0) await bus.publish({ paths: [...new Set(paths)] });
+      return dropped;
+    },
+
+    purge(prefix) {
+      const dropped = dropPrefix(prefix);
+      if (bus !== undefined) void bus.publish({ prefix });
+      return dropped;
+    },
+
+    record(outcome) {
+      counts[outcome]++;
+    },
+
+    stats() {
+      return {
+        hits: counts.hit,
+        misses: counts.miss,
+        stale: counts.stale,
+        revalidated: counts.revalidated,
+        bypassed: counts.bypass,
+        stored: counts.stored,
+        invalidated: counts.invalidated,
+        bytes: store.bytes,
+        entries: store.size,
+      };
+    },
+
+    async close() {
+      await bus?.close();
+      store.clear();
+    },
+  };
+}
+
+/** The request's value of a Vary field; credentials are compared by digest, never kept. */
+function varyValue(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const value = headers[name];
+  if (value === undefined) return undefined;
+  // 4.1: values are compared after normalizing whitespace around list members.
+  const text = (Array.isArray(value) ? value.join(',') : value)
+    .split(',')
+    .map((member) => member.trim())
+    .join(',');
+  return name === 'authorization' || name === 'cookie'
+    ? createHash('sha256').update(text).digest('base64url')
+    : text;
+}
+
+function storedHeaders(
+  headers: Record<string, string | string[]>,
+  omitted: readonly string[],
+): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(headers))
+    if (!NOT_STORED.has(name) && name !== 'cache-status' && !omitted.includes(name)) out[name] = value;
+  return out;
+}
+
+function validatorView(headers: Record<string, string | string[]>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of ['etag', 'last-modified']) {
+    const value = headers[name];
+    if (value !== undefined) out[name] = Array.isArray(value) ? (value[0] ?? '') : value;
+  }
+  return out;
+}

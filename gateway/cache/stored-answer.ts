@@ -1,0 +1,58 @@
+/**
+ * A client response built from a stored one: the stored fields with the current Age
+ * (RFC 9111 section 5.1) and Cache-Status, the body (none for HEAD), or a 304 when the
+ * client's conditions match (RFC 9111 section 4.3.2).
+ */
+import { Readable } from 'node:stream';
+import type { IncomingHttpHeaders } from 'node:http';
+import { GATEWAY_CACHE_CONTROL } from '../../shared/cache-headers.ts';
+import type { GatewayResponse } from '../pipeline.ts';
+import { appendCacheStatus, type CacheStatus } from './cache-status.ts';
+import { notModified } from './conditional.ts';
+import type { StoredResponse } from './entry-store.ts';
+
+/** RFC 9110 section 15.4.5: what a 304 carries, plus the validators that guide caches. */
+const NOT_MODIFIED_FIELDS = [
+  'cache-control',
+  'content-location',
+  'date',
+  'etag',
+  'expires',
+  'vary',
+  'last-modified',
+];
+
+/** The response to send for a request answered from `entry`. */
+export function storedAnswer(
+  entry: StoredResponse,
+  request: { method: string; headers: IncomingHttpHeaders },
+  status: CacheStatus,
+): GatewayResponse {
+  const age = Math.max(0, Math.floor(entry.policy.age()));
+  const withTtl: CacheStatus =
+    status.hit === true ? { ...status, ttl: entry.policy.maxAge() - entry.policy.age() } : status;
+  const success = entry.status >= 200 && entry.status < 300;
+  if (success && notModified(request.headers, entry.headers)) {
+    const headers: Record<string, string | string[]> = {};
+    for (const name of NOT_MODIFIED_FIELDS) {
+      const value = entry.headers[name];
+      if (value !== undefined) headers[name] = value;
+    }
+    headers['age'] = String(age);
+    appendCacheStatus(headers, withTtl);
+    return { status: 304, headers, body: null };
+  }
+  const headers: Record<string, string | string[]> = { ...entry.headers };
+  delete headers[GATEWAY_CACHE_CONTROL];
+  headers['age'] = String(age);
+  if (entry.status !== 204) {
+    headers['content-length'] = String(entry.body.length);
+    delete headers['transfer-encoding'];
+  }
+  appendCacheStatus(headers, withTtl);
+  const body =
+    request.method === 'HEAD' || entry.body.length === 0
+      ? null
+      : Readable.from(entry.body, { objectMode: false });
+  return { status: entry.status, headers, body };
+}

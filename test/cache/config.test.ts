@@ -1,0 +1,38 @@
+/**
+ * The `cache` config section: defaults for everything, every bad key refused.
+ */
+import { Ajv } from 'ajv';
+import { describe, expect, it } from 'vitest';
+import { CacheConfigSchema } from '../../gateway/cache/config-schema.ts';
+
+const validate = new Ajv({ allErrors: true, useDefaults: true, strict: false }).compile(CacheConfigSchema);
+
+describe('cache config', () => {
+  it('fills every field from its default', () => {
+    const config = {};
+    expect(validate(config)).toBe(true);
+    expect(config).toEqual({
+      enabled: true,
+      maxBytes: 64 * 1024 * 1024,
+      maxEntryBytes: 1024 * 1024,
+      heuristicFraction: 0.1,
+      maxHeuristicSeconds: 86400,
+    });
+  });
+
+  it('refuses bad values and unknown keys', () => {
+    for (const bad of [
+      { maxBytes: -1 },
+      { heuristicFraction: 2 },
+      { enabled: 'yes' },
+      { maxEntryBytes: 1.5 },
+      { ttl: 5 },
+    ])
+      expect(validate(structuredClone(bad)), JSON.stringify(bad)).toBe(false);
+  });
+
+  it('describes every field', () => {
+    for (const [name, field] of Object.entries(CacheConfigSchema.properties))
+      expect((field as { description?: string }).description, name).toBeTruthy();
+  });
+});
