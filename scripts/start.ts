@@ -1,66 +1,107 @@
 /**
- * `npm start`: Portico with zero configuration, in one process.
- *
- * Without DATABASE_URL it serves an embedded PostgreSQL (PGlite) from the data dir; with it,
- * the real server. Everything it creates (database, keys) lives in PORTICO_DATA_DIR
- * (default .portico/) and is reused by the next start.
+ * `npm start`: Portico with zero configuration, in one process: the resource service (on an
+ * embedded PostgreSQL unless DATABASE_URL is set), demo data, and the gateway in front of it
+ * over HTTPS with a self-signed certificate and the development token issuer. Everything it
+ * creates lives in PORTICO_DATA_DIR (default .portico/) and is reused by the next start.
  */
 import { pino } from 'pino';
 import { loadAssertionKeys } from '../shared/assertion-keys.ts';
-import { startService } from '../resource-service/app.ts';
-import { connectDatabase } from '../resource-service/db/connect.ts';
+import { ConfigError } from '../gateway/config.ts';
+import { loadOrCreateDevIssuer } from '../gateway/identity/dev-issuer.ts';
+import { createLogger } from '../gateway/logger.ts';
+import { runGateway } from '../gateway/run.ts';
 import { startEmbeddedDatabase } from '../resource-service/db/embedded.ts';
 import type { EmbeddedDatabase } from '../resource-service/db/embedded.ts';
-import { migrate } from '../resource-service/db/migrate.ts';
+import { DEMO_CUSTOMERS, hasDemoData, seedDemoData } from '../resource-service/demo-data.ts';
+import { runService } from '../resource-service/run.ts';
 
-const env = process.env;
+const env: NodeJS.ProcessEnv = {
+  ...process.env,
+  PORTICO_DATA_DIR: process.env['PORTICO_DATA_DIR'] || '.portico',
+};
 const dataDir = env['PORTICO_DATA_DIR'] ?? '.portico';
-const logger = pino({ name: 'portico', level: env['LOG_LEVEL'] ?? 'info' });
+const level = env['LOG_LEVEL'] ?? 'info';
+const gatewayLog = createLogger({ level });
+const serviceLog = pino({ name: 'resource-service', level });
+const TOKEN_TTL_SECONDS = 3600;
 
 async function main(): Promise<void> {
+  const started = performance.now();
   let embedded: EmbeddedDatabase | undefined;
   let databaseUrl = env['DATABASE_URL'];
   if (databaseUrl === undefined || databaseUrl === '') {
     embedded = await startEmbeddedDatabase(dataDir);
     databaseUrl = embedded.url;
-    logger.info({ dataDir }, 'DATABASE_URL not set: using the embedded PostgreSQL (PGlite) in the data dir');
+    serviceLog.info(
+      { dataDir },
+      'DATABASE_URL not set: using the embedded PostgreSQL (PGlite) in the data dir',
+    );
   }
-  const sql = connectDatabase({
+  const service = await runService(env, serviceLog, {
     url: databaseUrl,
-    ...(embedded === undefined ? {} : { max: embedded.maxConnections }),
+    ...(embedded === undefined ? {} : { maxConnections: embedded.maxConnections }),
   });
-  await migrate(sql);
-
-  const service = await startService({
-    sql,
-    logger,
-    assertionKeys: loadAssertionKeys(env, dataDir),
-    port: Number(env['SERVICE_PORT'] ?? 8081),
-    host: env['SERVICE_HOST'] ?? '127.0.0.1',
-  });
-  logger.info({ url: service.url }, 'resource service listening');
+  if (!(await hasDemoData(service.sql))) {
+    const [key] = loadAssertionKeys(env, dataDir);
+    if (key === undefined) throw new Error('no assertion key');
+    const created = await seedDemoData(service.service.url, key);
+    serviceLog.info({ customers: DEMO_CUSTOMERS, orders: created }, 'demo data created');
+  }
+  // The default route follows the service, wherever SERVICE_PORT (0 included) put it.
+  env['SERVICE_PORT'] = new URL(service.service.url).port;
+  const gateway = await runGateway(env, gatewayLog);
 
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    logger.info({ signal }, 'stopping');
-    await service.close();
-    await sql.end({ timeout: 5 });
+    gatewayLog.info({ signal }, 'stopping');
+    await gateway.stop();
+    await service.stop();
     await embedded?.stop();
     process.exit(0);
   };
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.on(signal, () => {
+    process.once(signal, () => {
       stop(signal).catch((err: unknown) => {
-        logger.error({ err }, 'unclean stop');
+        gatewayLog.error({ err }, 'unclean stop');
         process.exit(1);
       });
     });
   }
+  process.on('SIGHUP', () => gateway.reload());
+
+  const token = await loadOrCreateDevIssuer(dataDir).sign(
+    {
+      sub: 'demo-alice-user',
+      customer_id: 'demo-alice',
+      scope: 'orders:read orders:write payments:write invoices:read',
+      client_id: 'portico-start',
+    },
+    TOKEN_TTL_SECONDS,
+  );
+  const url = `https://localhost:${gateway.gateway.addresses.https.port}`;
+  const cacert = gateway.devCertificate === undefined ? '' : `--cacert ${gateway.devCertificate} `;
+  process.stdout.write(
+    [
+      '',
+      `Portico is running (ready in ${((performance.now() - started) / 1000).toFixed(1)} s). Ctrl-C stops it.`,
+      `  API      ${url}/v1   (OpenAPI: ${url}/v1/openapi.json)`,
+      `  Admin    http://127.0.0.1:${gateway.gateway.addresses.admin.port}/metrics`,
+      `  Data     ${dataDir}   (database: ${embedded === undefined ? 'DATABASE_URL' : 'embedded PGlite'}, limits: ${env['REDIS_URL'] ? 'Redis' : 'in memory'})`,
+      '',
+      `A token for the demo customer demo-alice, valid ${TOKEN_TTL_SECONDS / 60} minutes (more: npm run -s token -- --customer demo-bob):`,
+      `export TOKEN=${token}`,
+      '',
+      'Try:',
+      `curl ${cacert}-H "Authorization: Bearer $TOKEN" ${url}/v1/orders`,
+      '',
+    ].join('\n'),
+  );
 }
 
-main().catch((err: unknown) => {
-  logger.fatal({ err }, 'start failed');
+main().catch((error: unknown) => {
+  if (error instanceof ConfigError) gatewayLog.fatal({ problems: error.problems }, 'invalid gateway config');
+  else gatewayLog.fatal({ err: error }, 'start failed');
   process.exit(1);
 });

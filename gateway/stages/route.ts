@@ -30,10 +30,16 @@ export const RouteSchema = Type.Object(
 );
 export type RouteDefinition = Static<typeof RouteSchema>;
 
-/** The default `/v1` route to the resource service on this host. */
+/**
+ * The default routes: `/v1` to the resource service on this host, and its OpenAPI document,
+ * which is public so that clients can read the API before they hold a credential.
+ */
 export function defaultRoutes(env: NodeJS.ProcessEnv): RouteDefinition[] {
-  const port = env['SERVICE_PORT'] ?? '8081';
-  return [{ prefix: '/v1', upstream: `http://127.0.0.1:${port}`, auth: 'required', cache: true }];
+  const upstream = `http://127.0.0.1:${env['SERVICE_PORT'] || '8081'}`;
+  return [
+    { prefix: '/v1', upstream, auth: 'required', cache: true },
+    { prefix: '/v1/openapi.json', upstream, auth: 'none', cache: true },
+  ];
 }
 
 export function createRouteSchema(env: NodeJS.ProcessEnv) {

@@ -25,16 +25,19 @@ function problemsOf(input: unknown): readonly string[] {
 }
 
 describe('gateway config', () => {
-  it('built-in defaults: /v1 to the resource service on SERVICE_PORT, auth required, limits set', () => {
+  it('built-in defaults: /v1 to the resource service on SERVICE_PORT, auth required, its OpenAPI public', () => {
     const { config, warnings } = parseConfig({}, { env: { SERVICE_PORT: '9999' } });
     expect(config.routes).toEqual([
       { prefix: '/v1', upstream: 'http://127.0.0.1:9999', auth: 'required', cache: true },
+      { prefix: '/v1/openapi.json', upstream: 'http://127.0.0.1:9999', auth: 'none', cache: true },
     ]);
     expect(config.listener.limits).toMatchObject({ maxHeaderBytes: 16384, maxBodyBytes: 1048576 });
     expect(config.listener.shutdownTimeoutMs).toBe(25000);
     expect(config.listener.httpRedirect.enabled).toBe(false);
     expect(config.proxy.trustProxy).toBe(false);
-    expect(warnings).toEqual([]);
+    expect(warnings).toEqual([
+      'route /v1/openapi.json has auth: none; requests to it are forwarded without authentication',
+    ]);
   });
 
   it('a file with only rateLimits keeps the default /v1 route, and the issue example is accepted as is', () => {
@@ -59,7 +62,7 @@ describe('gateway config', () => {
       ].join('\n'),
     );
     const { config } = loadConfig({ PORTICO_CONFIG: file });
-    expect(config.routes.map((r) => r.prefix)).toEqual(['/v1']);
+    expect(config.routes.map((r) => r.prefix)).toEqual(['/v1', '/v1/openapi.json']);
     expect(config.rateLimits.policies.map((p) => [p.name, p.key, p.limit])).toEqual([
       ['default', 'principal', 600],
       ['order-writes', 'customer', 30],

@@ -1,0 +1,102 @@
+/**
+ * One gateway as a process runs it, from the environment: config file, Redis, data dir,
+ * certificate, audit log, live reload. Shared by `npm run gateway` (main.ts) and `npm start`.
+ */
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { loadAssertionKeys } from '../shared/assertion-keys.ts';
+import { createRedisClient, waitForRedis } from '../shared/redis.ts';
+import { loadConfig } from './config.ts';
+import { watchConfigFile } from './config-reload.ts';
+import { startGateway, type Gateway } from './server.ts';
+import { ensureDevCertificate } from './tls.ts';
+
+export interface RunningGateway {
+  gateway: Gateway;
+  /** The certificate served when none is configured (the data dir's development one). */
+  devCertificate?: string;
+  /** SIGHUP: certificate and rate-limit policies. */
+  reload(): void;
+  stop(): Promise<void>;
+}
+
+function port(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const value = env[name];
+  if (value === undefined || value === '') return fallback;
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < 0 || parsed > 65535) {
+    throw new Error(`${name} must be a port number (0-65535), got ${JSON.stringify(value)}`);
+  }
+  return parsed;
+}
+
+export async function runGateway(env: NodeJS.ProcessEnv, log: Logger): Promise<RunningGateway> {
+  const { config, warnings } = loadConfig(env);
+  for (const warning of warnings) log.warn(warning);
+  const dataDir = env['PORTICO_DATA_DIR'] || '.portico';
+  const hasCertificate = config.listener.tls.certFile !== undefined;
+  if (!hasCertificate)
+    log.warn({ dataDir }, 'no certificate configured: using the self-signed development certificate');
+
+  const redisUrl = env['REDIS_URL'];
+  const redis =
+    redisUrl === undefined || redisUrl === ''
+      ? undefined
+      : createRedisClient({
+          url: redisUrl,
+          keyPrefix: env['PORTICO_REDIS_PREFIX'] || 'portico:',
+          commandTimeoutMs: config.rateLimits.storeTimeoutMs,
+        });
+  if (redis === undefined) {
+    log.warn('REDIS_URL not set: rate limits, API-key revocations and cache invalidations are per process');
+  } else {
+    redis.on('error', (error: Error) =>
+      log.debug({ err: { message: error.message } }, 'redis connection error'),
+    );
+    if (!(await waitForRedis(redis, 2000))) log.warn('Redis not reachable yet: starting degraded, retrying');
+  }
+
+  const devCertificate = hasCertificate ? undefined : await ensureDevCertificate(dataDir);
+  const gateway = await startGateway(config, {
+    log,
+    port: port(env, 'GATEWAY_PORT', 8443),
+    adminPort: port(env, 'ADMIN_PORT', 9090),
+    processMetrics: true,
+    dataDir,
+    auditLogPath: env['PORTICO_AUDIT_LOG'] || join(dataDir, 'audit.log'),
+    env,
+    ...(redis === undefined ? {} : { redis }),
+    assertionKeys: loadAssertionKeys(env, dataDir),
+    ...(devCertificate === undefined ? {} : { certificateFiles: devCertificate }),
+  });
+
+  const configPath = env['PORTICO_CONFIG'];
+  const reloader =
+    configPath === undefined || configPath === ''
+      ? undefined
+      : watchConfigFile(configPath, env, {
+          log,
+          apply: (next) => gateway.reconfigureRateLimits(next.rateLimits),
+        });
+
+  return {
+    gateway,
+    ...(devCertificate === undefined ? {} : { devCertificate: devCertificate.certFile }),
+    reload() {
+      try {
+        gateway.reloadCertificates();
+      } catch (error) {
+        log.error(
+          { err: { message: (error as Error).message } },
+          'certificate reload failed; keeping the current one',
+        );
+      }
+      reloader?.reload('SIGHUP');
+    },
+    async stop() {
+      reloader?.close();
+      await gateway.close();
+      await redis?.quit();
+    },
+  };
+}
