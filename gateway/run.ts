@@ -61,6 +61,8 @@ export async function runGateway(env: NodeJS.ProcessEnv, log: Logger): Promise<R
     log,
     port: port(env, 'GATEWAY_PORT', 8443),
     adminPort: port(env, 'ADMIN_PORT', 9090),
+    // 127.0.0.1 unless an operator opens it (a pod network scraped by Prometheus): it can purge.
+    adminHost: env['ADMIN_HOST'] || '127.0.0.1',
     processMetrics: true,
     dataDir,
     auditLogPath: env['PORTICO_AUDIT_LOG'] || join(dataDir, 'audit.log'),
