@@ -46,6 +46,17 @@ export interface GatewayContext {
   readonly signal: AbortSignal;
 }
 
+/** A fresh context for a request that just arrived. */
+export function createContext(
+  req: IncomingMessage,
+  res: ServerResponse,
+  log: Logger,
+  signal: AbortSignal,
+): GatewayContext {
+  const target = req.url ?? '/';
+  return { req, res, target, path: target.split('?', 1)[0] ?? '/', requestId: '', log, signal, facts: {} };
+}
+
 export type Next = () => Promise<void>;
 
 /** Thrown by a stage when the client went away: there is nobody left to answer. */

@@ -23,7 +23,7 @@ import type { RateLimitsConfig } from './rate-limit/config-schema.ts';
 import type { GatewayConfig } from './config.ts';
 import { createHttpsListener, createRedirectListener, hstsValue } from './listener.ts';
 import { createMetrics, type GatewayMetrics } from './metrics.ts';
-import { ClientGoneError, compose, type GatewayContext } from './pipeline.ts';
+import { ClientGoneError, compose, createContext, type GatewayContext } from './pipeline.ts';
 import { createStages } from './stages.ts';
 import { TLS_OPTIONS, describeCertificate, loadCertificate } from './tls.ts';
 import { createUpstreams } from './upstreams.ts';
@@ -142,17 +142,7 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps): Pr
     const started = process.hrtime.bigint();
     const startedAt = Date.now();
     const controller = new AbortController();
-    const target = req.url ?? '/';
-    const ctx: GatewayContext = {
-      req,
-      res,
-      target,
-      path: target.split('?', 1)[0] ?? '/',
-      requestId: '',
-      log,
-      signal: controller.signal,
-      facts: {},
-    };
+    const ctx = createContext(req, res, log, controller.signal);
     inFlight++;
     pending.set(req.socket, res);
     res.once('close', () => {

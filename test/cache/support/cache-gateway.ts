@@ -21,7 +21,7 @@ import { createMetrics } from '../../../gateway/metrics.ts';
 import {
   ClientGoneError,
   compose,
-  type GatewayContext,
+  createContext,
   type RequestFacts,
   type Stage,
 } from '../../../gateway/pipeline.ts';
@@ -148,17 +148,8 @@ export async function startCacheGateway(options: CacheGatewayOptions): Promise<C
     res.once('close', () => {
       if (!res.writableFinished) controller.abort();
     });
-    const target = req.url ?? '/';
-    const ctx: GatewayContext = {
-      req,
-      res,
-      target,
-      path: target.split('?', 1)[0] ?? '/',
-      requestId: 'test',
-      facts: {},
-      log,
-      signal: controller.signal,
-    };
+    const ctx = createContext(req, res, log, controller.signal);
+    ctx.requestId = 'test';
     facts.push(ctx.facts);
     void (async () => {
       try {
