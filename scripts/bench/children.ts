@@ -1,0 +1,190 @@
+/**
+ * The bench's child processes: started on a chosen CPU when the machine allows it, measured
+ * from /proc (Linux), and all of them killed however the bench ends.
+ */
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createWriteStream, readFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { availableParallelism } from 'node:os';
+
+/** Where each role runs: `measured` is the process under test, `others` everything else. */
+export interface Placement {
+  pinned: boolean;
+  measured?: number;
+  others?: number;
+  reason: string;
+}
+
+/** CPUs this process may use, from /proc/self/status (`Cpus_allowed_list: 0-1,4`). */
+function allowedCpus(): number[] {
+  const status = readFileSync('/proc/self/status', 'utf8');
+  const list = /^Cpus_allowed_list:\s*(.+)$/m.exec(status)?.[1] ?? '';
+  const cpus: number[] = [];
+  for (const part of list.split(',')) {
+    const [from, to] = part.split('-').map(Number);
+    if (from === undefined || Number.isNaN(from)) continue;
+    for (let cpu = from; cpu <= (to ?? from); cpu++) cpus.push(cpu);
+  }
+  return cpus;
+}
+
+export function choosePlacement(): Placement {
+  if (process.platform !== 'linux') return { pinned: false, reason: 'not Linux: no taskset, unpinned' };
+  if (spawnSync('taskset', ['-V']).status !== 0)
+    return { pinned: false, reason: 'taskset not found (util-linux): unpinned' };
+  const cpus = allowedCpus();
+  const [measured, others] = cpus;
+  if (measured === undefined || others === undefined || availableParallelism() < 2)
+    return { pinned: false, reason: 'fewer than 2 CPUs: unpinned, every process shares the CPU' };
+  return {
+    pinned: true,
+    measured,
+    others,
+    reason:
+      `CPU ${measured}: the process being measured (gateway, http-proxy, or the service in the direct row); ` +
+      `CPU ${others}: load generator, bench driver, and the service when it is not measured. ` +
+      'PostgreSQL and Redis are system services and are not pinned.',
+  };
+}
+
+const children = new Set<ChildProcess>();
+
+/**
+ * Starts `node args` on `cpu` (when pinned). stdout goes nowhere unless captured: the
+ * gateway's and service's request logs are written at their configured level, as in
+ * production, but not read back. stderr goes to `logFile` for the post-mortem.
+ */
+export function startNode(
+  args: string[],
+  options: { cpu: number | undefined; env?: NodeJS.ProcessEnv; logFile?: string; captureStdout?: boolean },
+): ChildProcess {
+  const node = [process.execPath, ...args];
+  const [command, ...rest] =
+    options.cpu === undefined ? node : ['taskset', '-c', String(options.cpu), ...node];
+  const child = spawn(command!, rest, {
+    env: options.env ?? process.env,
+    stdio: ['ignore', options.captureStdout === true ? 'pipe' : 'ignore', 'pipe'],
+  });
+  if (options.logFile !== undefined) child.stderr?.pipe(createWriteStream(options.logFile));
+  else child.stderr?.resume();
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  return child;
+}
+
+/** Moves every thread of a running process to `cpu` (the service changes role between rows). */
+export function moveToCpu(pid: number, cpu: number | undefined): void {
+  if (cpu === undefined) return;
+  execFileSync('taskset', ['-a', '-p', '-c', String(cpu), String(pid)], { stdio: 'ignore' });
+}
+
+/** SIGTERM every child still running, SIGKILL what is left after `graceMs`. */
+export async function killChildren(graceMs = 3000): Promise<void> {
+  const running = [...children].filter((child) => child.exitCode === null && child.signalCode === null);
+  await Promise.all(
+    running.map(
+      (child) =>
+        new Promise<void>((resolve) => {
+          const timer = setTimeout(() => {
+            child.kill('SIGKILL');
+            resolve();
+          }, graceMs);
+          child.once('exit', () => {
+            clearTimeout(timer);
+            resolve();
+          });
+          child.kill('SIGTERM');
+        }),
+    ),
+  );
+}
+
+/** Resolves with the child's whole stdout once it exits 0; rejects otherwise. */
+export function stdoutOf(child: ChildProcess): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+    child.once('exit', (code, signal) => {
+      if (code === 0) resolve(out);
+      else reject(new Error(`child exited with ${signal ?? code}`));
+    });
+  });
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+    server.once('error', reject);
+  });
+}
+
+/** Polls `probe` until it returns true, failing early if the process dies. */
+export async function waitUntil(
+  what: string,
+  child: ChildProcess,
+  probe: () => Promise<boolean>,
+  timeoutMs = 20_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(`${what} exited (${child.signalCode ?? child.exitCode}) before it was ready`);
+    if (await probe().catch(() => false)) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`${what} not ready after ${timeoutMs / 1000} s`);
+}
+
+const TICKS_PER_SECOND = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** CPU microseconds (user + system, all threads) a process has used since it started. */
+export function cpuMicros(pid: number): number {
+  // The command name (field 2) may hold spaces; the fields after its closing parenthesis are fixed.
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // utime and stime are fields 14 and 15 of stat(5), 11 and 12 after the parenthesis.
+  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / TICKS_PER_SECOND;
+}
+
+/** Peak resident set (VmHWM) since the process started, in MiB. */
+export function peakRssMiB(pid: number): number {
+  const kib = /^VmHWM:\s*(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+  return Number(kib ?? 0) / 1024;
+}
+
+/** Busy and total jiffies per CPU (/proc/stat), to show what else ran during a row. */
+export function cpuJiffies(): Map<number, { busy: number; total: number }> {
+  const result = new Map<number, { busy: number; total: number }>();
+  for (const line of readFileSync('/proc/stat', 'utf8').split('\n')) {
+    const match = /^cpu(\d+) (.*)$/.exec(line);
+    if (match === null) continue;
+    const values = match[2]!.trim().split(/\s+/).map(Number);
+    const total = values.reduce((sum, value) => sum + value, 0);
+    // Fields 4 and 5 are idle and iowait; guest time is already inside user.
+    const idle = (values[3] ?? 0) + (values[4] ?? 0);
+    const guest = (values[8] ?? 0) + (values[9] ?? 0);
+    result.set(Number(match[1]), { busy: total - guest - idle, total: total - guest });
+  }
+  return result;
+}
+
+/** Percent busy of each CPU between two cpuJiffies() readings: `CPU0 97%, CPU1 100%`. */
+export function cpuBusySince(before: Map<number, { busy: number; total: number }>): string {
+  const after = cpuJiffies();
+  return [...after]
+    .map(([cpu, now]) => {
+      const then = before.get(cpu) ?? { busy: 0, total: 0 };
+      const total = now.total - then.total;
+      return `CPU${cpu} ${total > 0 ? Math.round(((now.busy - then.busy) / total) * 100) : 0}%`;
+    })
+    .join(', ');
+}
