@@ -7,7 +7,9 @@
  * both at the end, so runs never see each other's data and nothing outlives the run.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Socket } from 'node:net';
 import postgres from 'postgres';
 import { Redis } from 'ioredis';
@@ -133,6 +135,11 @@ export default async function setup(project: TestProject): Promise<() => Promise
   }
   await sql.end();
 
+  // Every temporary file of the run (certificates, data dirs, config files), in test workers
+  // and the processes they start, goes under one directory that the teardown removes.
+  const runTmp = mkdtempSync(join(tmpdir(), `portico-test-${runId}-`));
+  process.env['TMPDIR'] = runTmp;
+
   const redisPrefix = `portico-test:${runId}:`;
   project.provide('databaseUrl', databaseUrl.href);
   project.provide('adminDatabaseUrl', servers.postgresUrl);
@@ -159,5 +166,6 @@ export default async function setup(project: TestProject): Promise<() => Promise
     } while (cursor !== '0');
     redis.disconnect();
     await servers.stop();
+    rmSync(runTmp, { recursive: true, force: true });
   };
 }
