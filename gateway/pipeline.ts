@@ -5,7 +5,7 @@
  * chain has unwound, so response-side stages can still change status, headers or body.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Principal } from '../shared/principal.ts';
 import type { RouteDefinition } from './stages/route.ts';
@@ -16,6 +16,37 @@ export interface GatewayResponse {
   headers: Record<string, string | string[]>;
   /** Streamed to the client as it arrives; `null` for no body. */
   body: Readable | null;
+  /**
+   * The whole body, when it is already in memory (a stored response): the listener sends it
+   * with one `res.end(buffer)` instead of piping `body`, which costs a stream and a pipe per
+   * request. `body` still yields the same bytes for any stage that reads it.
+   */
+  bufferedBody?: Buffer;
+}
+
+/**
+ * A response whose body is in memory. `body` is made on first read only (the listener never
+ * reads it), and assigning `body` drops `bufferedBody`, so the two can never disagree.
+ */
+export function bufferedResponse(
+  status: number,
+  headers: Record<string, string | string[]>,
+  buffer: Buffer,
+): GatewayResponse {
+  let stream: Readable | null | undefined;
+  return {
+    status,
+    headers,
+    bufferedBody: buffer,
+    get body(): Readable | null {
+      stream ??= Readable.from(buffer, { objectMode: false });
+      return stream;
+    },
+    set body(value: Readable | null) {
+      stream = value;
+      this.bufferedBody = undefined;
+    },
+  };
 }
 
 /** What stages decided about a request, for the audit record. */

@@ -200,12 +200,20 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps): Pr
       await run(ctx);
       if (ctx.response === undefined) throw new Error('no stage produced a response');
       if (draining) res.setHeader('Connection', 'close');
-      const { status, headers, body } = ctx.response;
+      const response = ctx.response;
+      const { status, headers } = response;
       // Instructions from the service to this gateway (targeted cache control, invalidation
       // hints) are for us alone, whichever stages ran.
       delete headers[GATEWAY_CACHE_CONTROL];
       delete headers[CACHE_INVALIDATES];
       res.writeHead(status, headers);
+      // A body already in memory goes out in one write with the head; `body` is not read,
+      // so its stream is never made (pipeline.ts, bufferedResponse).
+      if (response.bufferedBody !== undefined) {
+        res.end(response.bufferedBody);
+        return;
+      }
+      const body = response.body;
       if (body === null) {
         res.end();
         return;

@@ -1,8 +1,8 @@
 /**
  * The audit log: one sealed JSON line per request, chained by hash (audit-record.ts).
  *
- * record() only queues the entry and returns: formatting, hashing and writing happen in a
- * later turn of the event loop, in order, so a request never waits on the disk. The queue is
+ * record() only queues the entry and returns: formatting, hashing and writing happen a few
+ * milliseconds later (BATCH_MS), in order, so a request never waits on the disk. The queue is
  * bounded: past it, entries are counted and dropped rather than exhausting memory, and the
  * next record written says how many were lost (the chain itself stays intact).
  */
@@ -31,6 +31,13 @@ export interface AuditLog {
 }
 
 const TAIL_BYTES = 64 * 1024;
+/**
+ * Records queued within this window are sealed and written together. A file write per
+ * event-loop turn showed as ~4-5% of the gateway's CPU in a profile under load; measured here,
+ * one 450-byte record per write costs ~23 CPU-µs, eight per write ~4 µs each. A crash can lose
+ * what is queued, as before, now up to this long; close() and flush() still write everything.
+ */
+const BATCH_MS = 5;
 
 /** Where an existing file's chain ends: the hash of its last line and the next sequence number. */
 function readChainEnd(path: string): { prev: string; seq: number; needsNewline: boolean } {
@@ -85,10 +92,11 @@ export function createAuditLog(options: AuditLogOptions): AuditLog {
   // Each entry with how many were dropped just before it (told in its record).
   let queue: [AuditEntry, number][] = [];
   let dropped = 0;
-  let scheduled = false;
+  let scheduled: NodeJS.Timeout | undefined;
 
   function drain(): void {
-    scheduled = false;
+    clearTimeout(scheduled);
+    scheduled = undefined;
     if (queue.length === 0) return;
     const batch = queue;
     queue = [];
@@ -129,10 +137,7 @@ export function createAuditLog(options: AuditLogOptions): AuditLog {
       }
       queue.push([entry.time === undefined ? { ...entry, time: Date.now() } : entry, dropped]);
       dropped = 0;
-      if (!scheduled) {
-        scheduled = true;
-        setImmediate(drain);
-      }
+      scheduled ??= setTimeout(drain, BATCH_MS);
     },
     flush,
     async close() {

@@ -3,10 +3,9 @@
  * (RFC 9111 section 5.1) and Cache-Status, the body (none for HEAD), or a 304 when the
  * client's conditions match (RFC 9111 section 4.3.2).
  */
-import { Readable } from 'node:stream';
 import type { IncomingHttpHeaders } from 'node:http';
 import { GATEWAY_CACHE_CONTROL } from '../../shared/cache-headers.ts';
-import type { GatewayResponse } from '../pipeline.ts';
+import { bufferedResponse, type GatewayResponse } from '../pipeline.ts';
 import { appendCacheStatus, type CacheStatus } from './cache-status.ts';
 import { notModified } from './conditional.ts';
 import type { StoredResponse } from './entry-store.ts';
@@ -50,9 +49,8 @@ export function storedAnswer(
     delete headers['transfer-encoding'];
   }
   appendCacheStatus(headers, withTtl);
-  const body =
-    request.method === 'HEAD' || entry.body.length === 0
-      ? null
-      : Readable.from(entry.body, { objectMode: false });
-  return { status: entry.status, headers, body };
+  if (request.method === 'HEAD' || entry.body.length === 0)
+    return { status: entry.status, headers, body: null };
+  // The stored bytes go out with one res.end(): no stream per cache hit.
+  return bufferedResponse(entry.status, headers, entry.body);
 }

@@ -4,7 +4,7 @@
  * every time claim checked with a bounded skew. Verified tokens are remembered by hash until
  * their `exp`, because an ES256 verify costs ~90 µs and a cache hit ~2 µs.
  */
-import { createHash } from 'node:crypto';
+import { hash as digest } from 'node:crypto';
 import { decodeProtectedHeader, jwtVerify, type JWTPayload, type ProtectedHeaderParameters } from 'jose';
 import { LRUCache } from 'lru-cache';
 import { isValidCustomerId, type Principal } from '../../shared/principal.ts';
@@ -71,7 +71,8 @@ export function createJwtVerifier(options: JwtVerifierOptions) {
     if (token.length > options.maxTokenBytes) return invalid('token too large');
     if (!COMPACT_JWS.test(token)) return invalid('malformed token');
 
-    const hash = cache === undefined ? '' : createHash('sha256').update(token).digest('base64url');
+    // One-shot digest: same bytes as createHash, half the cost, on every request.
+    const hash = cache === undefined ? '' : digest('sha256', token, 'base64url');
     const cached = cache === undefined ? undefined : fromCache(hash);
     if (cached !== undefined) return { ok: true, principal: cached, cacheHit: true };
 

@@ -76,6 +76,26 @@ function subjectKey(policy: RateLimitPolicyConfig, subject: RateLimitSubject): s
   }
 }
 
+/**
+ * Reads a Redis counter without counting. rate-limiter-flexible's `get()` sends a MULTI with
+ * GET and PTTL (four commands, a transaction) on every authenticated request, ~5% of the
+ * gateway's CPU under load; one GET answers the common case (under the limit), and the reset
+ * time, which only a refusal reports, costs a PTTL only then. Same key, same counter.
+ */
+async function peekRedis(
+  redis: Redis,
+  limiter: RateLimiterRedis,
+  key: string,
+  limit: number,
+): Promise<RateLimiterRes> {
+  const rlKey = limiter.getKey(key);
+  const stored = await redis.get(rlKey);
+  if (stored === null) return new RateLimiterRes(limit, 0, 0, false);
+  const consumed = Number.parseInt(stored, 10);
+  const msBeforeNext = consumed >= limit ? await redis.pttl(rlKey) : 0;
+  return new RateLimiterRes(Math.max(limit - consumed, 0), msBeforeNext, consumed, false);
+}
+
 function matches(policy: RateLimitPolicyConfig, subject: RateLimitSubject): boolean {
   const match = policy.match;
   if (match === undefined) return true;
@@ -138,6 +158,8 @@ export function createRateLimiter(
     const run = async (limiter: RateLimiterRedis | RateLimiterMemory): Promise<RateLimiterRes> => {
       try {
         if (!peek) return await limiter.consume(key, 1);
+        if (limiter instanceof RateLimiterRedis && redis !== undefined)
+          return await peekRedis(redis, limiter, key, policy.config.limit);
         return (await limiter.get(key)) ?? new RateLimiterRes(policy.config.limit, 0, 0, false);
       } catch (error) {
         if (error instanceof RateLimiterRes) return error;
