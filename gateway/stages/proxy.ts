@@ -96,7 +96,7 @@ export function createProxyStage(config: ProxyConfig, deps: ProxyDeps): Stage {
     const hasBody =
       (declared !== undefined && declared !== '0') || ctx.req.headers['transfer-encoding'] !== undefined;
 
-    const headers = forwardedHeaders(ctx, config.trustProxy);
+    const headers = forwardedHeaders(ctx, config.trustProxy, ctx.principal !== undefined);
     if (ctx.principal !== undefined) {
       if (signingKey === undefined)
         throw new Error('proxy: a principal is set but no assertion key was given');
@@ -211,7 +211,12 @@ export function clientAddress(req: IncomingMessage): string {
   return (req.socket.remoteAddress ?? 'unknown').replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/, '');
 }
 
-function forwardedHeaders(ctx: GatewayContext, trustProxy: boolean): string[] {
+/**
+ * `consumedCredential`: the gateway verified the caller's credential and asserts the principal
+ * instead, so the token or API key itself goes no further than the edge (as Envoy's jwt_authn
+ * does by default): an upstream log or a compromised service never sees a usable credential.
+ */
+function forwardedHeaders(ctx: GatewayContext, trustProxy: boolean, consumedCredential: boolean): string[] {
   const { req } = ctx;
   const drop = hopByHopNames(req.headers.connection);
   const out: string[] = [];
@@ -221,6 +226,7 @@ function forwardedHeaders(ctx: GatewayContext, trustProxy: boolean): string[] {
     const name = (raw[i] ?? '').toLowerCase();
     const value = raw[i + 1] ?? '';
     if (drop.has(name) || NOT_FORWARDED.has(name)) continue;
+    if (consumedCredential && name === 'authorization') continue;
     if (CLIENT_FORWARDING.has(name)) {
       if (trustProxy) incoming.set(name, [...(incoming.get(name) ?? []), value]);
       continue;

@@ -348,9 +348,11 @@ describe('identity seam', () => {
     });
     const { port } = server.address() as AddressInfo;
     const response = await request(`http://127.0.0.1:${port}/v1/orders?x=1`, {
-      headers: { 'portico-identity': 'v1.k1.forged.sig' },
+      headers: { 'portico-identity': 'v1.k1.forged.sig', authorization: 'Bearer the-client-token' },
     });
     await response.body.text();
+    // The credential stops at the edge once it has become an assertion.
+    expect(upstream.records[0]?.headers['authorization']).toBeUndefined();
     const header = upstream.records[0]?.headers['portico-identity'];
     expect(typeof header).toBe('string');
     const verified = verifyAssertion([keys[1]!], header as string, {
