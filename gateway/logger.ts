@@ -16,6 +16,9 @@ export function createLogger(options: { level?: string; destination?: NodeJS.Wri
         censor: '[redacted]',
       },
     },
-    options.destination ?? process.stdout,
+    // Asynchronous stdout: lines written while a write is pending go out together. A
+    // synchronous write per request line was a syscall per request (~20 CPU-µs here); pino
+    // flushes what is pending when the process exits.
+    options.destination ?? pino.destination({ dest: 1, sync: false }),
   );
 }

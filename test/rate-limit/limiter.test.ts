@@ -158,6 +158,26 @@ describe('policies against real Redis', () => {
     expect(blocked?.kind).toBe('limited');
     expect(await limiter.checkAuthFailures('198.51.100.8')).toBeUndefined();
   });
+  it('remembers a clean address for a second, and forgets it at its first failure here', async () => {
+    const prefix = `${inject('redisPrefix')}${randomUUID()}:`;
+    const a = createRedisClient({ url: inject('redisUrl'), keyPrefix: prefix });
+    const b = createRedisClient({ url: inject('redisUrl'), keyPrefix: prefix });
+    clients.push(a, b);
+    expect(await waitForRedis(a)).toBe(true);
+    expect(await waitForRedis(b)).toBe(true);
+    const settings = config([], { authFailures: { limit: 2, window: '60s' } });
+    const replicaA = createRateLimiter(settings, { redis: a });
+    const replicaB = createRateLimiter(settings, { redis: b });
+    const ip = '198.51.100.77';
+    expect(await replicaA.checkAuthFailures(ip)).toBeUndefined(); // read from Redis: clean
+    for (let i = 0; i < 2; i++) await replicaB.recordAuthFailure(ip);
+    expect((await replicaB.checkAuthFailures(ip))?.kind).toBe('limited');
+    // Replica A trusts its fresh reading for up to a second (credentials are still verified)...
+    expect(await replicaA.checkAuthFailures(ip)).toBeUndefined();
+    // ...until this address fails on A too: then A reads Redis again and refuses.
+    await replicaA.recordAuthFailure(ip);
+    expect((await replicaA.checkAuthFailures(ip))?.kind).toBe('limited');
+  });
 });
 
 describe('store failure', () => {
