@@ -10,9 +10,10 @@
  * and a client may fix the problem and retry with the same key.
  */
 import { createHash } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Sql, TransactionSql } from 'postgres';
 import { HttpProblem } from '../shared/errors.ts';
+import { NO_STORE, sendJson } from './http/respond.ts';
 
 export const IDEMPOTENCY_TTL_HOURS = 24;
 /** Printable ASCII, as a bare token or an RFC 8941 sf-string. */
@@ -127,6 +128,16 @@ export async function runIdempotent(
       values (${customerId}, ${key}, ${fingerprint}, ${response.status}, ${tx.json(response.headers)},
               ${tx.json(response.body as never)}, now() + make_interval(hours => ${IDEMPOTENCY_TTL_HOURS}))`;
     return { response, replayed: false };
+  });
+}
+
+/** Sends the first answer, or its replay marked as one. Writes are never stored by caches. */
+export function sendIdempotentResult(res: ServerResponse, { response, replayed }: IdempotentResult): void {
+  sendJson(res, {
+    status: response.status,
+    body: response.body,
+    headers: replayed ? { ...response.headers, 'Idempotent-Replayed': 'true' } : response.headers,
+    cache: NO_STORE,
   });
 }
 

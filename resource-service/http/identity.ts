@@ -33,11 +33,17 @@ export function authenticate(
   return result.principal;
 }
 
+/** 403 naming the missing scope, with the RFC 6750 challenge. */
+export function insufficientScope(
+  scope: Scope,
+  detail = `This request needs the ${scope} scope`,
+): HttpProblem {
+  return new HttpProblem('ERR_INSUFFICIENT_SCOPE', detail, {
+    extensions: { required_scope: scope },
+    headers: { 'WWW-Authenticate': `Bearer error="insufficient_scope", scope="${scope}"` },
+  });
+}
+
 export function requireScope(principal: Principal, scope: Scope): void {
-  if (!hasScope(principal, scope)) {
-    throw new HttpProblem('ERR_INSUFFICIENT_SCOPE', `This request needs the ${scope} scope`, {
-      extensions: { required_scope: scope },
-      headers: { 'WWW-Authenticate': `Bearer error="insufficient_scope", scope="${scope}"` },
-    });
-  }
+  if (!hasScope(principal, scope)) throw insufficientScope(scope);
 }

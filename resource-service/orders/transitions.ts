@@ -5,6 +5,7 @@
  * POST /v1/payments, so that money and status can never disagree.
  */
 import { HttpProblem } from '../../shared/errors.ts';
+import { insufficientScope } from '../http/identity.ts';
 import type { OrderStatus } from '../schemas.ts';
 
 const NEXT: Record<OrderStatus, readonly OrderStatus[]> = {
@@ -26,10 +27,7 @@ export function canTransition(from: OrderStatus, to: OrderStatus): boolean {
 export function checkPatchTransition(from: OrderStatus, to: OrderStatus, isAdmin: boolean): boolean {
   if (from === to) return false;
   if ((to === 'shipped' || to === 'delivered') && !isAdmin) {
-    throw new HttpProblem('ERR_INSUFFICIENT_SCOPE', `Only the admin scope may mark an order ${to}`, {
-      extensions: { required_scope: 'admin' },
-      headers: { 'WWW-Authenticate': 'Bearer error="insufficient_scope", scope="admin"' },
-    });
+    throw insufficientScope('admin', `Only the admin scope may mark an order ${to}`);
   }
   if (to === 'paid') {
     throw new HttpProblem('ERR_INVALID_TRANSITION', 'An order becomes paid through POST /v1/payments', {

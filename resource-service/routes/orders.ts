@@ -8,10 +8,10 @@ import { isAdmin } from '../../shared/principal.ts';
 import type { ServiceRequest } from '../app.ts';
 import { readJsonBody } from '../http/body.ts';
 import { assertIfMatch, isNotModified } from '../http/conditional.ts';
-import { requireScope } from '../http/identity.ts';
+import { insufficientScope, requireScope } from '../http/identity.ts';
 import { integerBetween, oneOf, parseQuery, text, timestamp } from '../http/query.ts';
 import { NO_STORE, PER_CUSTOMER, sendJson, sendNotModified } from '../http/respond.ts';
-import { idempotencyKeyOf, requestFingerprint, runIdempotent } from '../idempotency.ts';
+import { idempotencyKeyOf, requestFingerprint, runIdempotent, sendIdempotentResult } from '../idempotency.ts';
 import {
   deleteOrder,
   findOrder,
@@ -34,8 +34,8 @@ import { cursorBinding, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, sendPage } from './lis
 const JSON_TYPES = ['application/json'] as const;
 const PATCH_TYPES = ['application/merge-patch+json', 'application/json'] as const;
 
-const validateCreate = createValidator(OrderInput, [...ORDER_READ_ONLY_FIELDS, 'status']);
-const validateReplace = createValidator(OrderInput, [...ORDER_READ_ONLY_FIELDS, 'status']);
+/** POST and PUT take the same body: the fields a client may set, status excluded. */
+const validateOrderInput = createValidator(OrderInput, [...ORDER_READ_ONLY_FIELDS, 'status']);
 const validatePatch = createValidator(OrderPatch, [...ORDER_READ_ONLY_FIELDS]);
 
 const listParameters = {
@@ -69,10 +69,7 @@ export function registerOrderRoutes(app: Polka<ServiceRequest>, ctx: RouteContex
     requireScope(req.principal, 'orders:read');
     const query = parseQuery(req.search ?? '', listParameters);
     if (query.customer_id !== undefined && !isAdmin(req.principal)) {
-      throw new HttpProblem('ERR_INSUFFICIENT_SCOPE', 'Filtering by customer_id needs the admin scope', {
-        extensions: { required_scope: 'admin' },
-        headers: { 'WWW-Authenticate': 'Bearer error="insufficient_scope", scope="admin"' },
-      });
+      throw insufficientScope('admin', 'Filtering by customer_id needs the admin scope');
     }
     const binding = cursorBinding(req, req.principal);
     const limit = query.limit ?? DEFAULT_PAGE_SIZE;
@@ -101,9 +98,9 @@ export function registerOrderRoutes(app: Polka<ServiceRequest>, ctx: RouteContex
     requireScope(req.principal, 'orders:write');
     const key = idempotencyKeyOf(req);
     const body = await readJsonBody(req, { maxBytes: ctx.maxBodyBytes, mediaTypes: JSON_TYPES });
-    const input = validateCreate(body);
+    const input = validateOrderInput(body);
     const customerId = req.principal.customerId;
-    const { response, replayed } = await runIdempotent(
+    const result = await runIdempotent(
       sql,
       { customerId, key, fingerprint: requestFingerprint('POST', req.path, body) },
       async (tx) => {
@@ -119,11 +116,7 @@ export function registerOrderRoutes(app: Polka<ServiceRequest>, ctx: RouteContex
         };
       },
     );
-    sendJson(res, {
-      ...response,
-      headers: { ...response.headers, ...(replayed ? { 'Idempotent-Replayed': 'true' } : {}) },
-      cache: NO_STORE,
-    });
+    sendIdempotentResult(res, result);
   });
 
   app.get('/v1/orders/:id', async (req, res) => {
@@ -142,7 +135,7 @@ export function registerOrderRoutes(app: Polka<ServiceRequest>, ctx: RouteContex
   app.put('/v1/orders/:id', async (req, res) => {
     requireScope(req.principal, 'orders:write');
     const id = uuidParam(req.params['id'], 'order');
-    const input = validateReplace(
+    const input = validateOrderInput(
       await readJsonBody(req, { maxBytes: ctx.maxBodyBytes, mediaTypes: JSON_TYPES }),
     );
     const row = await sql.begin(async (tx) => {

@@ -8,10 +8,10 @@ import { HttpProblem } from '../../shared/errors.ts';
 import type { ServiceRequest } from '../app.ts';
 import { readJsonBody } from '../http/body.ts';
 import { requireScope } from '../http/identity.ts';
-import { NO_STORE, PER_CUSTOMER, sendJson, sendNotModified } from '../http/respond.ts';
+import { PER_CUSTOMER, sendJson, sendNotModified } from '../http/respond.ts';
 import { isNotModified } from '../http/conditional.ts';
 import { parseQuery } from '../http/query.ts';
-import { idempotencyKeyOf, requestFingerprint, runIdempotent } from '../idempotency.ts';
+import { idempotencyKeyOf, requestFingerprint, runIdempotent, sendIdempotentResult } from '../idempotency.ts';
 import { findOrder, updateOrder } from '../orders/repository.ts';
 import type { Db } from '../orders/repository.ts';
 import { PaymentInput } from '../schemas.ts';
@@ -65,7 +65,7 @@ export function registerPaymentRoutes(app: Polka<ServiceRequest>, ctx: RouteCont
     const input = validatePayment(body);
     const customerId = req.principal.customerId;
 
-    const { response, replayed } = await runIdempotent(
+    const result = await runIdempotent(
       sql,
       { customerId, key, fingerprint: requestFingerprint('POST', req.path, body) },
       async (tx) => {
@@ -115,11 +115,7 @@ export function registerPaymentRoutes(app: Polka<ServiceRequest>, ctx: RouteCont
         };
       },
     );
-    sendJson(res, {
-      ...response,
-      headers: { ...response.headers, ...(replayed ? { 'Idempotent-Replayed': 'true' } : {}) },
-      cache: NO_STORE,
-    });
+    sendIdempotentResult(res, result);
   });
 
   app.get('/v1/payments/:id', async (req, res) => {
