@@ -73,6 +73,8 @@ export interface GatewayContext {
   principal?: Principal;
   response?: GatewayResponse;
   readonly facts: RequestFacts;
+  /** The client's address as limits and the audit log count it (client-ip.ts), found once. */
+  readonly clientIp: string;
   /** Aborted when the client goes away: stages stop upstream work with it. */
   readonly signal: AbortSignal;
 }
@@ -83,9 +85,20 @@ export function createContext(
   res: ServerResponse,
   log: Logger,
   signal: AbortSignal,
+  clientIp: string,
 ): GatewayContext {
   const target = req.url ?? '/';
-  return { req, res, target, path: target.split('?', 1)[0] ?? '/', requestId: '', log, signal, facts: {} };
+  return {
+    req,
+    res,
+    target,
+    path: target.split('?', 1)[0] ?? '/',
+    requestId: '',
+    log,
+    signal,
+    facts: {},
+    clientIp,
+  };
 }
 
 export type Next = () => Promise<void>;

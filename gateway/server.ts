@@ -127,7 +127,6 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps): Pr
       metrics,
       limiter,
       cache,
-      clientIp: (ctx) => clientIpOf(ctx.req),
       ...(authenticator === undefined ? {} : { authenticator }),
       ...(deps.assertionKeys === undefined ? {} : { assertionKeys: deps.assertionKeys }),
     }),
@@ -142,7 +141,7 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps): Pr
     const started = process.hrtime.bigint();
     const startedAt = Date.now();
     const controller = new AbortController();
-    const ctx = createContext(req, res, log, controller.signal);
+    const ctx = createContext(req, res, log, controller.signal, clientIpOf(req));
     inFlight++;
     pending.set(req.socket, res);
     res.once('close', () => {
@@ -164,7 +163,7 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps): Pr
               customerId: ctx.principal.customerId,
               ...(ctx.principal.keyId === undefined ? {} : { keyId: ctx.principal.keyId }),
             }),
-        clientAddress: clientIpOf(req),
+        clientAddress: ctx.clientIp,
         method: req.method ?? 'OTHER',
         route: ctx.path,
         status,

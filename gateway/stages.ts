@@ -10,7 +10,7 @@ import type { HttpCache } from './cache/http-cache.ts';
 import type { GatewayConfig } from './config.ts';
 import type { Authenticator } from './identity/authenticate.ts';
 import type { GatewayMetrics } from './metrics.ts';
-import type { GatewayContext, Stage } from './pipeline.ts';
+import type { Stage } from './pipeline.ts';
 import { createRateLimitStage } from './rate-limit/rate-limit-stage.ts';
 import type { RateLimiter } from './rate-limit/limiter.ts';
 import { createAuthenticateStage } from './stages/authenticate.ts';
@@ -25,7 +25,6 @@ export interface StageDeps {
   metrics: GatewayMetrics;
   limiter: RateLimiter;
   cache: HttpCache;
-  clientIp: (ctx: GatewayContext) => string;
   /** Absent only when no route requires authentication. */
   authenticator?: Authenticator;
   assertionKeys?: readonly AssertionKey[];
@@ -49,13 +48,11 @@ export function createStages(config: GatewayConfig, deps: StageDeps): Stage[] {
           createAuthenticateStage({
             authenticator: deps.authenticator,
             limiter: deps.limiter,
-            clientIp: deps.clientIp,
           }),
         ]),
     // After authentication, so that limits can count per principal, customer or key.
     createRateLimitStage({
       limiter: deps.limiter,
-      clientIp: deps.clientIp,
       onDecision: (ctx, decision) => {
         ctx.facts.rateLimit =
           decision.kind === 'unavailable' ? 'unavailable' : `${decision.kind}:${decision.store}`;

@@ -11,7 +11,6 @@ import type { RateLimitDecision, RateLimiter } from './limiter.ts';
 
 export interface RateLimitStageDeps {
   limiter: RateLimiter;
-  clientIp: (ctx: GatewayContext) => string;
   /** Told every decision, for the audit log. */
   onDecision?: (ctx: GatewayContext, decision: RateLimitDecision) => void;
 }
@@ -21,7 +20,7 @@ export function createRateLimitStage(deps: RateLimitStageDeps): Stage {
     const decision = await deps.limiter.check({
       method: ctx.req.method ?? 'GET',
       path: ctx.path,
-      clientIp: deps.clientIp(ctx),
+      clientIp: ctx.clientIp,
       ...(ctx.principal === undefined ? {} : { principal: ctx.principal }),
     });
     deps.onDecision?.(ctx, decision);

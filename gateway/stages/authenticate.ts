@@ -10,12 +10,11 @@
 import type { Authenticator } from '../identity/authenticate.ts';
 import { rateLimitProblem } from '../rate-limit/headers.ts';
 import type { RateLimiter } from '../rate-limit/limiter.ts';
-import type { GatewayContext, Stage } from '../pipeline.ts';
+import type { Stage } from '../pipeline.ts';
 
 export interface AuthenticateStageDeps {
   authenticator: Authenticator;
   limiter: RateLimiter;
-  clientIp: (ctx: GatewayContext) => string;
 }
 
 export function createAuthenticateStage(deps: AuthenticateStageDeps): Stage {
@@ -24,7 +23,7 @@ export function createAuthenticateStage(deps: AuthenticateStageDeps): Stage {
       ctx.facts.auth = { outcome: 'none' };
       return next();
     }
-    const clientIp = deps.clientIp(ctx);
+    const { clientIp } = ctx;
     const throttled = await deps.limiter.checkAuthFailures(clientIp);
     if (throttled !== undefined && throttled.kind === 'limited') {
       ctx.facts.auth = { outcome: 'refused', reason: 'too many failed authentications from this address' };

@@ -335,6 +335,7 @@ describe('identity seam', () => {
         log: pino({ level: 'silent' }),
         signal: new AbortController().signal,
         facts: {},
+        clientIp: '127.0.0.1',
       };
       void run(ctx).then(async () => {
         res.writeHead(ctx.response?.status ?? 500);

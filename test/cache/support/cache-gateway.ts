@@ -148,7 +148,7 @@ export async function startCacheGateway(options: CacheGatewayOptions): Promise<C
     res.once('close', () => {
       if (!res.writableFinished) controller.abort();
     });
-    const ctx = createContext(req, res, log, controller.signal);
+    const ctx = createContext(req, res, log, controller.signal, req.socket.remoteAddress ?? 'unknown');
     ctx.requestId = 'test';
     facts.push(ctx.facts);
     void (async () => {
