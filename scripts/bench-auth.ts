@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
+import { parseConfig } from '../gateway/config.ts';
 import { mintApiKey } from '../gateway/identity/api-key.ts';
 import { loadApiKeySigningKeys } from '../gateway/identity/api-key-signing-keys.ts';
 import { createAuthenticator, type Authenticator } from '../gateway/identity/authenticate.ts';
@@ -17,17 +18,11 @@ import { loadOrCreateDevIssuer } from '../gateway/identity/dev-issuer.ts';
 const N = Number(process.argv[2] ?? 20000);
 const dataDir = mkdtempSync(join(tmpdir(), 'portico-bench-'));
 const logger = pino({ level: 'silent' });
+// The shipped defaults, from the same schema the gateway validates its config with.
+const defaults = parseConfig({}, { env: {} }).config.auth;
 const jwt = (cacheMaxEntries: number): AuthConfig => ({
-  jwt: {
-    algorithms: ['ES256', 'RS256', 'EdDSA', 'PS256'],
-    clockSkewSeconds: 30,
-    maxTokenBytes: 8192,
-    customerClaim: 'customer_id',
-    staleKeysMaxAgeSeconds: 3600,
-    refetchCooldownSeconds: 30,
-    cacheMaxEntries,
-  },
-  apiKeys: { enabled: true },
+  ...defaults,
+  jwt: { ...defaults.jwt, cacheMaxEntries },
 });
 
 const issuer = loadOrCreateDevIssuer(dataDir);
