@@ -5,13 +5,13 @@
  *   request-id → hygiene → route → authenticate → rate-limit → cache → proxy
  */
 import type { AssertionKey } from '../shared/identity-assertion.ts';
-import { createCacheStage } from './cache/cache-stage.ts';
+import { createCacheStage } from './stages/cache.ts';
 import type { HttpCache } from './cache/http-cache.ts';
 import type { GatewayConfig } from './config.ts';
 import type { Authenticator } from './identity/authenticate.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import type { Stage } from './pipeline.ts';
-import { createRateLimitStage } from './rate-limit/rate-limit-stage.ts';
+import { createRateLimitStage } from './stages/rate-limit.ts';
 import type { RateLimiter } from './rate-limit/limiter.ts';
 import { createAuthenticateStage } from './stages/authenticate.ts';
 import { createHygieneStage } from './stages/hygiene.ts';

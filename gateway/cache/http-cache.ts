@@ -2,7 +2,7 @@
  * The cache itself, without HTTP plumbing: stored responses by partition and target, the
  * RFC 9111 reuse decision for a request, storing with the section 3 rules, invalidation
  * (local, and across replicas over Redis), purge and statistics. The pipeline stage
- * (cache-stage.ts) drives it.
+ * (stages/cache.ts) drives it.
  */
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';

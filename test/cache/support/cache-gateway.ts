@@ -14,7 +14,7 @@ import { parseAssertionKeys } from '../../../shared/assertion-keys.ts';
 import type { AssertionKey } from '../../../shared/identity-assertion.ts';
 import { HttpProblem, sendProblem } from '../../../shared/errors.ts';
 import { createHttpCache, type HttpCache, type HttpCacheDeps } from '../../../gateway/cache/http-cache.ts';
-import { createCacheStage } from '../../../gateway/cache/cache-stage.ts';
+import { createCacheStage } from '../../../gateway/stages/cache.ts';
 import type { CacheConfig } from '../../../gateway/cache/config-schema.ts';
 import { createLogger } from '../../../gateway/logger.ts';
 import { createMetrics } from '../../../gateway/metrics.ts';

@@ -6,8 +6,8 @@
  */
 import { HttpProblem } from '../../shared/errors.ts';
 import type { GatewayContext, Stage } from '../pipeline.ts';
-import { rateLimitHeaders, rateLimitProblem, storeUnavailableProblem } from './headers.ts';
-import type { RateLimitDecision, RateLimiter } from './limiter.ts';
+import { rateLimitHeaders, rateLimitProblem, storeUnavailableProblem } from '../rate-limit/headers.ts';
+import type { RateLimitDecision, RateLimiter } from '../rate-limit/limiter.ts';
 
 export interface RateLimitStageDeps {
   limiter: RateLimiter;

@@ -8,13 +8,13 @@ import type { Readable } from 'node:stream';
 import { HttpProblem } from '../../shared/errors.ts';
 import { CACHE_INVALIDATES, GATEWAY_CACHE_CONTROL } from '../../shared/cache-headers.ts';
 import type { GatewayContext, GatewayResponse, Next, Stage } from '../pipeline.ts';
-import { readBody, teeBody } from './body-tee.ts';
-import { appendCacheStatus, formatCacheStatus, type CacheStatus } from './cache-status.ts';
-import type { CacheRequest, Fill, HttpCache, Outcome, StoredResponse } from './http-cache.ts';
-import { SAFE_METHODS, invalidationTargets } from './invalidation-targets.ts';
-import { readSemantics } from './response-semantics.ts';
-import { storedAnswer } from './stored-answer.ts';
-import { setRevalidationHeaders } from './upstream-request.ts';
+import { readBody, teeBody } from '../cache/body-tee.ts';
+import { appendCacheStatus, formatCacheStatus, type CacheStatus } from '../cache/cache-status.ts';
+import type { CacheRequest, Fill, HttpCache, Outcome, StoredResponse } from '../cache/http-cache.ts';
+import { SAFE_METHODS, invalidationTargets } from '../cache/invalidation-targets.ts';
+import { readSemantics } from '../cache/response-semantics.ts';
+import { storedAnswer } from '../cache/stored-answer.ts';
+import { setRevalidationHeaders } from '../cache/upstream-request.ts';
 
 /** A stored response being revalidated, and why. */
 interface Revalidation {
