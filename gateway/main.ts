@@ -3,11 +3,14 @@
  * reloads the certificate and the rate-limit policies (which also reload when the config
  * file changes).
  */
+import { installCrashGuard } from '../shared/crash-guard.ts';
 import { ConfigError } from './config.ts';
 import { createLogger } from './logger.ts';
 import { runGateway } from './run.ts';
 
 const log = createLogger({ level: process.env['LOG_LEVEL'] ?? 'info' });
+// The drain is bounded by listener.shutdownTimeoutMs; this bound only catches a drain that hangs.
+const crashGuard = installCrashGuard(log, { deadlineMs: 120_000 });
 
 // Registered before anything starts: SIGHUP's default action ends the process, and one
 // arriving while the gateway starts must not.
@@ -17,6 +20,7 @@ process.on('SIGHUP', () => onHangup());
 async function main(): Promise<void> {
   const running = await runGateway(process.env, log);
   onHangup = () => running.reload();
+  crashGuard.drainWith(() => running.stop());
   const stop = (signal: string) => {
     log.info({ signal }, 'shutting down');
     running.stop().then(

@@ -355,6 +355,10 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps): Pr
  * gateway's per-request CPU, for cleanup that two listeners do here.
  */
 function relay(body: Readable, res: ServerResponse): Promise<void> {
+  // The body may have failed while stages still held it: piping a destroyed stream would
+  // wait forever for an end that never comes.
+  if (body.errored !== null) return Promise.reject(body.errored);
+  if (body.destroyed && !body.readableEnded) return Promise.reject(new Error('response body destroyed'));
   return new Promise((resolve, reject) => {
     const onClose = () => {
       // The client went away first: stop reading the upstream (undici then aborts it).

@@ -3,13 +3,14 @@
  * connection and hands the upstream's response back, both bodies streamed, never buffered.
  */
 import type { IncomingMessage } from 'node:http';
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { Type, type Static } from '@sinclair/typebox';
 import { HttpProblem } from '../../shared/errors.ts';
 import { IDENTITY_HEADER, signAssertion, type AssertionKey } from '../../shared/identity-assertion.ts';
 import { hopByHopNames } from '../http-hygiene.ts';
 import type { GatewayMetrics, UpstreamErrorKind } from '../metrics.ts';
 import { ClientGoneError, type GatewayContext, type Stage } from '../pipeline.ts';
+import { readLimitedBody, tooLarge } from '../request-body.ts';
 import type { Upstreams } from '../upstreams.ts';
 import { REQUEST_ID_HEADER } from './request-id.ts';
 
@@ -106,9 +107,10 @@ export function createProxyStage(config: ProxyConfig, deps: ProxyDeps): Stage {
       );
     }
 
-    // Waiting for the first body bytes before contacting the upstream means a request whose
-    // body is malformed from the start (bad chunk size) never reaches it at all.
-    const body = hasBody ? await limitedBody(ctx, deps.maxBodyBytes) : null;
+    const body = hasBody ? await readLimitedBody(ctx.req, deps.maxBodyBytes) : null;
+    // Whatever of the body the upstream did not take is read and dropped once the answer is
+    // out, so the keep-alive that answer promised holds.
+    if (body !== null) ctx.res.once('finish', () => body.discardRest());
     const retries = !hasBody && IDEMPOTENT.has(method) ? config.retries : 0;
 
     for (let attempt = 0; ; attempt++) {
@@ -120,30 +122,36 @@ export function createProxyStage(config: ProxyConfig, deps: ProxyDeps): Stage {
           body: body?.stream ?? null,
           signal: ctx.signal,
         });
+        // From here on the body may fail at any moment, also while no stage reads it: without
+        // a listener its 'error' would be an uncaught exception that ends the process.
+        upstream.body.on('error', ignore);
         if (upstream.statusCode < 200 || upstream.statusCode > 599) {
           upstream.body.destroy();
-          deps.metrics.upstreamError(upstreamLabel(route.upstream), 'malformed');
-          throw new HttpProblem('ERR_BAD_GATEWAY', 'the upstream answered with an invalid status');
+          throw new UpstreamFailure('malformed', new Error(`status ${upstream.statusCode}`));
         }
         // A HEAD response has no body to relay; draining the empty stream frees the connection.
         if (method === 'HEAD') upstream.body.resume();
+        // Nothing is committed to the client before the first body byte (or the end) arrived:
+        // an answer whose body fails at once is still a clean 502, not a cut connection.
+        else await firstBytes(upstream.body);
         ctx.response = {
           status: upstream.statusCode,
           headers: responseHeaders(upstream.headers),
           body: method === 'HEAD' ? null : upstream.body,
         };
         return;
-      } catch (error) {
-        if (error instanceof HttpProblem) throw error;
+      } catch (caught) {
+        if (caught instanceof HttpProblem) throw caught;
         const failure = body?.failure();
         if (failure !== undefined) throw failure;
         if (ctx.signal.aborted) throw new ClientGoneError();
+        const error = caught instanceof UpstreamFailure ? caught.cause : caught;
         const code = (error as NodeJS.ErrnoException).code ?? '';
         if (attempt < retries && RETRIABLE_CODES.has(code)) {
           ctx.log.warn({ err: describe(error), attempt: attempt + 1 }, 'retrying idempotent request');
           continue;
         }
-        const kind = errorKind(error);
+        const kind = caught instanceof UpstreamFailure ? caught.kind : errorKind(error);
         deps.metrics.upstreamError(upstreamLabel(route.upstream), kind);
         ctx.log.warn(
           { err: describe(error), upstream: upstreamLabel(route.upstream), kind },
@@ -155,51 +163,49 @@ export function createProxyStage(config: ProxyConfig, deps: ProxyDeps): Stage {
   };
 }
 
-function upstreamLabel(upstream: string): string {
-  return new URL(upstream).origin;
+/** An upstream answer found unusable after undici accepted it (status out of range). */
+class UpstreamFailure extends Error {
+  readonly kind: UpstreamErrorKind;
+  override readonly cause: unknown;
+  constructor(kind: UpstreamErrorKind, cause: unknown) {
+    super('upstream answer unusable');
+    this.kind = kind;
+    this.cause = cause;
+  }
 }
 
-function tooLarge(limit: number): HttpProblem {
-  return new HttpProblem('ERR_PAYLOAD_TOO_LARGE', `request body exceeds the limit of ${limit} bytes`, {
-    // The rest of the body is unread; the connection cannot carry another request.
-    headers: { Connection: 'close' },
+function ignore(): void {}
+
+/**
+ * Waits until the body has a first chunk buffered, or ended, without taking anything out of
+ * it; rejects with the body's error when it fails first.
+ */
+function firstBytes(body: Readable): Promise<void> {
+  if (body.readableLength > 0 || body.readableEnded) return Promise.resolve();
+  if (body.errored !== null) return Promise.reject(body.errored);
+  return new Promise((resolve, reject) => {
+    const settle = (error?: Error) => {
+      body.off('readable', onReadable);
+      body.off('end', onEnd);
+      body.off('error', settle);
+      body.off('close', onClose);
+      if (error === undefined) resolve();
+      else reject(error);
+    };
+    // 'readable' fires for data and for the end alike; `read(0)` fills the buffer without
+    // consuming, so the stream still yields every byte to whoever reads it next.
+    const onReadable = () => settle();
+    const onEnd = () => settle();
+    const onClose = () => settle(body.errored ?? new Error('upstream body closed before its first byte'));
+    body.on('readable', onReadable);
+    body.once('end', onEnd);
+    body.once('error', settle);
+    body.once('close', onClose);
   });
 }
 
-/**
- * The request body as a stream that counts bytes as they flow to the upstream: past the
- * limit it fails (aborting the upstream request) before the excess is forwarded.
- */
-async function limitedBody(
-  ctx: GatewayContext,
-  limit: number,
-): Promise<{ stream: Readable; failure: () => HttpProblem | undefined }> {
-  const chunks = ctx.req[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
-  let first: IteratorResult<Buffer>;
-  try {
-    first = await chunks.next();
-  } catch {
-    throw new ClientGoneError();
-  }
-  let seen = first.done === true ? 0 : first.value.length;
-  if (seen > limit) throw tooLarge(limit);
-
-  let failure: HttpProblem | undefined;
-  async function* rest(): AsyncGenerator<Buffer> {
-    if (first.done === true) return;
-    yield first.value;
-    for (;;) {
-      const next = await chunks.next();
-      if (next.done === true) return;
-      seen += next.value.length;
-      if (seen > limit) {
-        failure = tooLarge(limit);
-        throw failure;
-      }
-      yield next.value;
-    }
-  }
-  return { stream: Readable.from(rest(), { objectMode: false }), failure: () => failure };
+function upstreamLabel(upstream: string): string {
+  return new URL(upstream).origin;
 }
 
 /**

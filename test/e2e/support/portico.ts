@@ -32,6 +32,8 @@ export interface Portico {
   service: RunningService;
   dataDir: string;
   auditLog: string;
+  /** The gateway's certificate, PEM: the CA a raw TLS client trusts. */
+  ca: string;
   /** A real RFC 9068 token from the data dir's development issuer. */
   token(customerId: string, options?: { scopes?: string[]; ttl?: number; subject?: string }): Promise<string>;
   call(
@@ -77,6 +79,7 @@ export async function startPortico(
     service,
     dataDir,
     auditLog,
+    ca: certificate.cert,
     token: (customerId, o = {}) =>
       issuer.sign(
         {

@@ -25,11 +25,13 @@ const MAIN = new URL('../../../gateway/main.ts', import.meta.url).pathname;
 export async function startGatewayProcess(
   config: Record<string, unknown>,
   extraEnv: Record<string, string> = {},
+  /** Node options before the entry, such as `--import` of a test preload. */
+  nodeArgs: readonly string[] = [],
 ): Promise<GatewayProcess & { configFile: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'portico-gw-'));
   const configFile = join(dir, 'gateway.json');
   writeFileSync(configFile, JSON.stringify(config));
-  const child = spawn(process.execPath, [MAIN], {
+  const child = spawn(process.execPath, [...nodeArgs, MAIN], {
     env: {
       PATH: process.env['PATH'],
       GATEWAY_PORT: '0',
