@@ -4,8 +4,8 @@
  * file changes).
  */
 import { installCrashGuard } from '../shared/crash-guard.ts';
-import { ConfigError } from './config.ts';
-import { createLogger } from './logger.ts';
+import { ConfigError } from './config/load.ts';
+import { createLogger } from './observability/logger.ts';
 import { runGateway } from './run.ts';
 
 const log = createLogger({ level: process.env['LOG_LEVEL'] ?? 'info' });
@@ -37,7 +37,9 @@ async function main(): Promise<void> {
 
 main().catch((error: unknown) => {
   if (error instanceof ConfigError) {
-    log.fatal({ problems: error.problems }, 'invalid gateway config');
+    // For the operator at a terminal: the file and one problem per line; the log line is for machines.
+    process.stderr.write(`${error.message}\n`);
+    log.fatal({ file: error.source, problems: error.problems }, 'invalid gateway config');
   } else {
     log.fatal({ err: error }, 'gateway failed to start');
   }

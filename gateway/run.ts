@@ -3,20 +3,25 @@
  * certificate, audit log, live reload. Shared by `npm run gateway` (main.ts) and `npm start`.
  */
 import { join } from 'node:path';
+import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { loadAssertionKeys } from '../shared/assertion-keys.ts';
+import { Lifecycle } from '../shared/lifecycle.ts';
 import { createRedisClient, waitForRedis } from '../shared/redis.ts';
-import { loadConfig } from './config.ts';
-import { watchConfigFile } from './config-reload.ts';
-import { startGateway, type Gateway } from './server.ts';
-import { ensureDevCertificate } from './tls.ts';
+import { loadConfig, type GatewayConfig } from './config/load.ts';
+import { watchConfigFile } from './config/reload.ts';
+import { startGateway, type Gateway } from './start.ts';
+import { ensureDevCertificate } from './edge/tls.ts';
 
 export interface RunningGateway {
   gateway: Gateway;
+  /** The config it runs with (routes served, limits...). */
+  config: GatewayConfig;
   /** The certificate served when none is configured (the data dir's development one). */
   devCertificate?: string;
   /** SIGHUP: certificate and rate-limit policies. */
   reload(): void;
+  /** Drains the gateway, then closes the config watcher and Redis (what the start opened, in reverse). */
   stop(): Promise<void>;
 }
 
@@ -38,67 +43,81 @@ export async function runGateway(env: NodeJS.ProcessEnv, log: Logger): Promise<R
   if (!hasCertificate)
     log.warn({ dataDir }, 'no certificate configured: using the self-signed development certificate');
 
-  const redisUrl = env['REDIS_URL'];
-  const redis =
-    redisUrl === undefined || redisUrl === ''
-      ? undefined
-      : createRedisClient({
-          url: redisUrl,
-          keyPrefix: env['PORTICO_REDIS_PREFIX'] || 'portico:',
-          commandTimeoutMs: config.rateLimits.storeTimeoutMs,
-        });
-  if (redis === undefined) {
-    log.warn('REDIS_URL not set: rate limits, API-key revocations and cache invalidations are per process');
-  } else {
-    redis.on('error', (error: Error) =>
-      log.debug({ err: { message: error.message } }, 'redis connection error'),
+  const lifecycle = new Lifecycle();
+  return lifecycle.start(async () => {
+    const redis = await connectRedis(env, config, log);
+    if (redis !== undefined) lifecycle.defer('redis', async () => void (await redis.quit()));
+    const devCertificate = hasCertificate ? undefined : await ensureDevCertificate(dataDir);
+    const gateway = await startGateway(config, {
+      log,
+      port: port(env, 'GATEWAY_PORT', 8443),
+      adminPort: port(env, 'ADMIN_PORT', 9090),
+      // 127.0.0.1 unless an operator opens it (a pod network scraped by Prometheus): it can purge.
+      adminHost: env['ADMIN_HOST'] || '127.0.0.1',
+      processMetrics: true,
+      dataDir,
+      auditLogPath: env['PORTICO_AUDIT_LOG'] || join(dataDir, 'audit.log'),
+      env,
+      ...(redis === undefined ? {} : { redis }),
+      assertionKeys: loadAssertionKeys(env, dataDir),
+      ...(devCertificate === undefined ? {} : { certificateFiles: devCertificate }),
+    });
+    lifecycle.defer('gateway', () => gateway.close());
+    log.info(
+      { routes: config.routes.map((route) => `${route.prefix} → ${route.upstream} (auth ${route.auth})`) },
+      'serving routes',
     );
-    if (!(await waitForRedis(redis, 2000))) log.warn('Redis not reachable yet: starting degraded, retrying');
-  }
 
-  const devCertificate = hasCertificate ? undefined : await ensureDevCertificate(dataDir);
-  const gateway = await startGateway(config, {
-    log,
-    port: port(env, 'GATEWAY_PORT', 8443),
-    adminPort: port(env, 'ADMIN_PORT', 9090),
-    // 127.0.0.1 unless an operator opens it (a pod network scraped by Prometheus): it can purge.
-    adminHost: env['ADMIN_HOST'] || '127.0.0.1',
-    processMetrics: true,
-    dataDir,
-    auditLogPath: env['PORTICO_AUDIT_LOG'] || join(dataDir, 'audit.log'),
-    env,
-    ...(redis === undefined ? {} : { redis }),
-    assertionKeys: loadAssertionKeys(env, dataDir),
-    ...(devCertificate === undefined ? {} : { certificateFiles: devCertificate }),
+    const configPath = env['PORTICO_CONFIG'];
+    const reloader =
+      configPath === undefined || configPath === ''
+        ? undefined
+        : watchConfigFile(configPath, env, {
+            log,
+            running: config,
+            apply: (next) => gateway.reconfigureRateLimits(next.rateLimits),
+          });
+    if (reloader !== undefined) lifecycle.defer('config watcher', () => reloader.close());
+
+    return {
+      gateway,
+      config,
+      ...(devCertificate === undefined ? {} : { devCertificate: devCertificate.certFile }),
+      reload() {
+        try {
+          gateway.reloadCertificates();
+        } catch (error) {
+          log.error(
+            { err: { message: (error as Error).message } },
+            'certificate reload failed; keeping the current one',
+          );
+        }
+        reloader?.reload('SIGHUP');
+      },
+      stop: () => lifecycle.close(),
+    };
   });
+}
 
-  const configPath = env['PORTICO_CONFIG'];
-  const reloader =
-    configPath === undefined || configPath === ''
-      ? undefined
-      : watchConfigFile(configPath, env, {
-          log,
-          apply: (next) => gateway.reconfigureRateLimits(next.rateLimits),
-        });
-
-  return {
-    gateway,
-    ...(devCertificate === undefined ? {} : { devCertificate: devCertificate.certFile }),
-    reload() {
-      try {
-        gateway.reloadCertificates();
-      } catch (error) {
-        log.error(
-          { err: { message: (error as Error).message } },
-          'certificate reload failed; keeping the current one',
-        );
-      }
-      reloader?.reload('SIGHUP');
-    },
-    async stop() {
-      reloader?.close();
-      await gateway.close();
-      await redis?.quit();
-    },
-  };
+/** The Redis client of REDIS_URL, or undefined (and a warning) without one. */
+async function connectRedis(
+  env: NodeJS.ProcessEnv,
+  config: GatewayConfig,
+  log: Logger,
+): Promise<Redis | undefined> {
+  const redisUrl = env['REDIS_URL'];
+  if (redisUrl === undefined || redisUrl === '') {
+    log.warn('REDIS_URL not set: rate limits, API-key revocations and cache invalidations are per process');
+    return undefined;
+  }
+  const redis = createRedisClient({
+    url: redisUrl,
+    keyPrefix: env['PORTICO_REDIS_PREFIX'] || 'portico:',
+    commandTimeoutMs: config.rateLimits.storeTimeoutMs,
+  });
+  redis.on('error', (error: Error) =>
+    log.debug({ err: { message: error.message } }, 'redis connection error'),
+  );
+  if (!(await waitForRedis(redis, 2000))) log.warn('Redis not reachable yet: starting degraded, retrying');
+  return redis;
 }

@@ -1,70 +1,71 @@
 /**
  * The one place that sets the order of the gateway's stages. Requests pass them top to
- * bottom; responses come back bottom to top; the proxy is terminal.
+ * bottom; responses, refusals included, come back bottom to top; the proxy is terminal.
  *
  *   request-id → hygiene → route → authenticate → rate-limit → cache → proxy
  */
-import type { AssertionKey } from '../shared/identity-assertion.ts';
-import { createCacheStage } from './stages/cache.ts';
 import type { HttpCache } from './cache/http-cache.ts';
-import type { GatewayConfig } from './config.ts';
+import type { GatewayConfig } from './config/load.ts';
 import type { Authenticator } from './identity/authenticate.ts';
-import type { GatewayMetrics } from './metrics.ts';
-import type { Stage } from './pipeline.ts';
-import { createRateLimitStage } from './stages/rate-limit.ts';
+import type { NamedStage } from './pipeline/compose.ts';
+import type { Stage } from './pipeline/context.ts';
 import type { RateLimiter } from './rate-limit/limiter.ts';
 import { createAuthenticateStage } from './stages/authenticate.ts';
+import { createCacheStage } from './stages/cache.ts';
 import { createHygieneStage } from './stages/hygiene.ts';
 import { createProxyStage } from './stages/proxy.ts';
+import { createRateLimitStage } from './stages/rate-limit.ts';
 import { createRequestIdStage } from './stages/request-id.ts';
 import { createRouteStage } from './stages/route.ts';
-import type { Upstreams } from './upstreams.ts';
+import type { Forward } from './upstream/forward.ts';
 
 export interface StageDeps {
-  upstreams: Upstreams;
-  metrics: GatewayMetrics;
+  forward: Forward;
   limiter: RateLimiter;
   cache: HttpCache;
   /** Absent only when no route requires authentication. */
   authenticator?: Authenticator;
-  assertionKeys?: readonly AssertionKey[];
 }
 
-export function createStages(config: GatewayConfig, deps: StageDeps): Stage[] {
-  const requiresAuth = config.routes.some((route) => route.auth === 'required');
-  if (requiresAuth && deps.authenticator === undefined) {
+export type StageName =
+  'request-id' | 'hygiene' | 'route' | 'authenticate' | 'rate-limit' | 'cache' | 'proxy';
+
+/** Stages replaced by name: tests put a stand-in where a real one needs what they lack. */
+export type StageOverrides = Partial<Record<StageName, Stage>>;
+
+export function createStages(
+  config: GatewayConfig,
+  deps: StageDeps,
+  overrides: StageOverrides = {},
+): NamedStage[] {
+  const authenticate = authenticateStage(config, deps, overrides.authenticate);
+  const stages: { name: StageName; stage: Stage }[] = [
+    // First, so that every answer, refusals included, carries the id.
+    { name: 'request-id', stage: createRequestIdStage(config.requestId) },
+    // Before anything reads the path or headers: smuggled or ambiguous requests stop here.
+    { name: 'hygiene', stage: createHygieneStage() },
+    { name: 'route', stage: createRouteStage(config.routes) },
+    // Before anything is spent on the request: who is calling, or 401/403/503.
+    ...(authenticate === undefined ? [] : [{ name: 'authenticate' as const, stage: authenticate }]),
+    // After authentication, so that limits can count per principal, customer or key.
+    { name: 'rate-limit', stage: createRateLimitStage({ limiter: deps.limiter }) },
+    // After the limits (a cache hit still counts), right before the proxy it saves a trip to.
+    { name: 'cache', stage: createCacheStage(deps.cache, deps.forward) },
+    { name: 'proxy', stage: createProxyStage(deps.forward) },
+  ];
+  return stages.map(({ name, stage }) => ({ name, stage: overrides[name] ?? stage }));
+}
+
+/** Present when a route requires authentication (or a test brings its own). */
+function authenticateStage(
+  config: GatewayConfig,
+  deps: StageDeps,
+  standIn: Stage | undefined,
+): Stage | undefined {
+  if (standIn !== undefined) return standIn;
+  if (!config.routes.some((route) => route.auth === 'required')) return undefined;
+  if (deps.authenticator === undefined) {
     throw new Error('a route requires authentication but the gateway has no authenticator');
   }
-  return [
-    // First, so that every answer, refusals included, carries the id.
-    createRequestIdStage(config.requestId),
-    // Before anything reads the path or headers: smuggled or ambiguous requests stop here.
-    createHygieneStage(),
-    createRouteStage(config.routes),
-    // Before anything is spent on the request: who is calling, or 401/403/503.
-    ...(deps.authenticator === undefined
-      ? []
-      : [
-          createAuthenticateStage({
-            authenticator: deps.authenticator,
-            limiter: deps.limiter,
-          }),
-        ]),
-    // After authentication, so that limits can count per principal, customer or key.
-    createRateLimitStage({
-      limiter: deps.limiter,
-      onDecision: (ctx, decision) => {
-        ctx.facts.rateLimit =
-          decision.kind === 'unavailable' ? 'unavailable' : `${decision.kind}:${decision.store}`;
-      },
-    }),
-    // After the limits (a cache hit still counts), right before the proxy it saves a trip to.
-    createCacheStage(deps.cache),
-    createProxyStage(config.proxy, {
-      upstreams: deps.upstreams,
-      metrics: deps.metrics,
-      maxBodyBytes: config.listener.limits.maxBodyBytes,
-      ...(deps.assertionKeys === undefined ? {} : { assertionKeys: deps.assertionKeys }),
-    }),
-  ];
+  return createAuthenticateStage({ authenticator: deps.authenticator, limiter: deps.limiter });
 }

@@ -1,29 +1,27 @@
 /**
- * The resource service: a polka app whose every request passes, in order,
- *   request id → identity assertion → customer row → route handler,
- * and whose every error leaves as problem+json through one handler.
+ * The resource service as a polka app. Every request passes, in order,
+ *   request id → public routes (OpenAPI document, health) → identity assertion → customer row
+ *   → the route table,
+ * and every error leaves as problem+json through one handler and one mapping (http/problems.ts).
  */
 import { randomUUID } from 'node:crypto';
-import { createServer } from 'node:http';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import polka from 'polka';
-import type { Polka, Request, Response } from 'polka';
+import type { Polka } from 'polka';
 import type { Logger } from 'pino';
 import type { Sql } from 'postgres';
 import { HttpProblem, sendProblem } from '../shared/errors.ts';
 import type { AssertionKey } from '../shared/identity-assertion.ts';
-import type { Principal } from '../shared/principal.ts';
-import { createCustomerRegistry } from './customers.ts';
+import { isWellFormedRequestId } from '../shared/request-id.ts';
+import { createCustomerRegistry } from './data/customers.ts';
 import { createCursorCodec } from './http/cursor.ts';
 import { authenticate } from './http/identity.ts';
+import { toProblem } from './http/problems.ts';
+import type { ServiceRequest } from './http/request.ts';
 import { NO_STORE, sendJson } from './http/respond.ts';
 import { buildOpenApiDocument } from './openapi.ts';
-import { registerCustomerRoutes } from './routes/customers.ts';
-import { registerOrderRoutes } from './routes/orders.ts';
-import { registerPaymentRoutes } from './routes/payments.ts';
-import { registerUserRoutes } from './routes/users.ts';
 import type { RouteContext } from './routes/context.ts';
+import { registerRoutes } from './routes/register.ts';
+import { ROUTE_TABLE } from './routes/table.ts';
 
 export interface ServiceOptions {
   sql: Sql;
@@ -33,12 +31,6 @@ export interface ServiceOptions {
   maxBodyBytes?: number;
 }
 
-export interface ServiceRequest extends Request {
-  requestId: string;
-  principal: Principal;
-}
-
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const DEFAULT_MAX_BODY_BYTES = 64 * 1024;
 
 export function createServiceApp(options: ServiceOptions): Polka<ServiceRequest> {
@@ -57,7 +49,11 @@ export function createServiceApp(options: ServiceOptions): Polka<ServiceRequest>
     },
     onError: (error, req, res) => {
       const problem = toProblem(error);
-      if (problem.status >= 500) {
+      if (problem.status === 503) {
+        // Expected while the database is away: one line per request, no stack.
+        const code = (error as { code?: unknown }).code;
+        logger.warn({ code, requestId: req.requestId, method: req.method, path: req.path }, problem.detail);
+      } else if (problem.status >= 500) {
         logger.error(
           { err: error, requestId: req.requestId, method: req.method, path: req.path },
           'request failed',
@@ -69,7 +65,7 @@ export function createServiceApp(options: ServiceOptions): Polka<ServiceRequest>
 
   app.use((req, res, next) => {
     const given = req.headers['x-request-id'];
-    req.requestId = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    req.requestId = isWellFormedRequestId(given) ? given : randomUUID();
     res.setHeader('X-Request-Id', req.requestId);
     void next();
   });
@@ -91,61 +87,6 @@ export function createServiceApp(options: ServiceOptions): Polka<ServiceRequest>
     await next();
   });
 
-  registerOrderRoutes(app, context);
-  registerPaymentRoutes(app, context);
-  registerCustomerRoutes(app, context);
-  registerUserRoutes(app);
+  registerRoutes(app, ROUTE_TABLE, context);
   return app;
 }
-
-function toProblem(error: unknown): HttpProblem {
-  if (error instanceof HttpProblem) return error;
-  const code = (error as { code?: unknown } | undefined)?.code;
-  // 57014: statement timeout; 40001/40P01: serialization failure, deadlock. Retryable.
-  if (code === '57014' || code === '40001' || code === '40P01') {
-    return new HttpProblem('ERR_SERVICE_UNAVAILABLE', 'The database is busy; retry shortly', {
-      headers: { 'Retry-After': '1' },
-    });
-  }
-  return new HttpProblem('ERR_INTERNAL', 'The service failed to answer this request');
-}
-
-export interface RunningService {
-  server: Server;
-  url: string;
-  close(): Promise<void>;
-}
-
-/** Starts the service on `port` (0 for any) and `host`. */
-export async function startService(
-  options: ServiceOptions & { port: number; host?: string },
-): Promise<RunningService> {
-  const app = createServiceApp(options);
-  const server = createServer(
-    {
-      // Bounds that keep one slow or greedy client from holding the service.
-      headersTimeout: 10_000,
-      requestTimeout: 30_000,
-      keepAliveTimeout: 65_000,
-      maxHeaderSize: 16 * 1024,
-    },
-    app.handler as unknown as Parameters<typeof createServer>[1],
-  );
-  const host = options.host ?? '127.0.0.1';
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, host, () => resolve());
-  });
-  const address = server.address() as AddressInfo;
-  return {
-    server,
-    url: `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`,
-    close: () =>
-      new Promise((resolve, reject) => {
-        server.close((error) => (error ? reject(error) : resolve()));
-        server.closeIdleConnections();
-      }),
-  };
-}
-
-export type { Response };

@@ -3,31 +3,37 @@
  *
  * Environment: SERVICE_PORT (8081), SERVICE_HOST (127.0.0.1), DATABASE_URL (required here; the
  * zero-configuration start provides one), DATABASE_POOL_MAX (10), PORTICO_DATA_DIR (.portico),
- * PORTICO_ASSERTION_KEYS, LOG_LEVEL (info).
+ * PORTICO_ASSERTION_KEYS, SERVICE_SHUTDOWN_TIMEOUT_MS (10000), LOG_LEVEL (info).
+ *
+ * SIGTERM/SIGINT drain: no new connections, requests in flight answered, then exit 0; whatever
+ * still runs after SERVICE_SHUTDOWN_TIMEOUT_MS is cut.
  */
 import { pino } from 'pino';
+import { installCrashGuard } from '../shared/crash-guard.ts';
+import { ServiceConfigError } from './config.ts';
 import { runService } from './run.ts';
 
+const env = process.env;
+const log = pino({ name: 'resource-service', level: env['LOG_LEVEL'] ?? 'info' });
+const crashGuard = installCrashGuard(log, { deadlineMs: 120_000 });
+
 async function main(): Promise<void> {
-  const env = process.env;
-  const logger = pino({ name: 'resource-service', level: env['LOG_LEVEL'] ?? 'info' });
   const url = env['DATABASE_URL'];
   if (url === undefined || url === '') {
-    logger.fatal(
-      'DATABASE_URL is not set (npm start provides an embedded database; npm run service does not)',
-    );
+    log.fatal('DATABASE_URL is not set (npm start provides an embedded database; npm run service does not)');
     process.exit(2);
   }
-  const running = await runService(env, logger, { url });
+  const running = await runService(env, log, { url });
+  crashGuard.drainWith(() => running.stop());
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    logger.info({ signal }, 'stopping');
+    log.info({ signal }, 'stopping');
     running.stop().then(
       () => process.exit(0),
       (err: unknown) => {
-        logger.error({ err }, 'unclean stop');
+        log.error({ err }, 'unclean stop');
         process.exit(1);
       },
     );
@@ -37,6 +43,11 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  console.error(err);
+  if (err instanceof ServiceConfigError) {
+    // Refused, not crashed: one line that says which variable and why, no stack.
+    log.fatal(err.message);
+    process.exit(2);
+  }
+  log.fatal({ err }, 'resource service failed to start');
   process.exit(1);
 });

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { parseConfig } from '../gateway/config.ts';
+import { parseConfig } from '../gateway/config/load.ts';
 import { mintApiKey } from '../gateway/identity/api-key.ts';
 import { loadApiKeySigningKeys } from '../gateway/identity/api-key-signing-keys.ts';
 import { createAuthenticator, type Authenticator } from '../gateway/identity/authenticate.ts';

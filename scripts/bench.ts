@@ -27,7 +27,7 @@ import { cpus, loadavg, release, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { Agent, request } from 'undici';
-import { generate } from 'selfsigned';
+import { generateSelfSigned } from '../shared/self-signed.ts';
 import { loadAssertionKeys } from '../shared/assertion-keys.ts';
 import { signAssertion } from '../shared/identity-assertion.ts';
 import { loadOrCreateDevIssuer } from '../gateway/identity/dev-issuer.ts';
@@ -112,25 +112,11 @@ function machineFacts(
 }
 
 async function writeCertificate(dir: string): Promise<{ cert: string; certFile: string; keyFile: string }> {
-  // ECDSA P-256 as the gateway's docs recommend; valid for the address the load targets.
-  const pem = await generate([{ name: 'commonName', value: 'localhost' }], {
-    keyType: 'ec',
-    curve: 'P-256',
-    algorithm: 'sha256',
-    extensions: [
-      {
-        name: 'subjectAltName',
-        altNames: [
-          { type: 2, value: 'localhost' },
-          { type: 7, ip: '127.0.0.1' },
-        ],
-      },
-    ],
-  });
+  const pem = await generateSelfSigned();
   const certFile = join(dir, 'bench.crt');
   const keyFile = join(dir, 'bench.key');
   writeFileSync(certFile, pem.cert);
-  writeFileSync(keyFile, pem.private, { mode: 0o600 });
+  writeFileSync(keyFile, pem.key, { mode: 0o600 });
   return { cert: pem.cert, certFile, keyFile };
 }
 

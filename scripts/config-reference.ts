@@ -3,7 +3,7 @@
  * (`npm run docs:config`). A test fails when the committed table and the schemas disagree.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-import { configReference } from '../gateway/config.ts';
+import { configReference } from '../gateway/config/load.ts';
 
 const file = new URL('../docs/gateway-config.md', import.meta.url);
 const START = '<!-- reference:start -->';

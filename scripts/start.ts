@@ -3,12 +3,16 @@
  * embedded PostgreSQL unless DATABASE_URL is set), demo data, and the gateway in front of it
  * over HTTPS with a self-signed certificate and the development token issuer. Everything it
  * creates lives in PORTICO_DATA_DIR (default .portico/) and is reused by the next start.
+ * One process at a time: the data dir's lock is taken before anything in it is touched.
  */
 import { pino } from 'pino';
 import { loadAssertionKeys } from '../shared/assertion-keys.ts';
-import { ConfigError } from '../gateway/config.ts';
+import { installCrashGuard } from '../shared/crash-guard.ts';
+import { acquireDataDirLock, DataDirInUseError } from '../shared/data-dir-lock.ts';
+import { Lifecycle } from '../shared/lifecycle.ts';
+import { ConfigError } from '../gateway/config/load.ts';
 import { loadOrCreateDevIssuer } from '../gateway/identity/dev-issuer.ts';
-import { createLogger } from '../gateway/logger.ts';
+import { createLogger } from '../gateway/observability/logger.ts';
 import { runGateway } from '../gateway/run.ts';
 import { startEmbeddedDatabase } from '../resource-service/db/embedded.ts';
 import type { EmbeddedDatabase } from '../resource-service/db/embedded.ts';
@@ -25,22 +29,35 @@ const gatewayLog = createLogger({ level });
 const serviceLog = pino({ name: 'resource-service', level });
 const TOKEN_TTL_SECONDS = 3600;
 
-async function main(): Promise<void> {
-  const started = performance.now();
+/** Both servers run in this process: an escaped error drains both, then exits 1. */
+const crashGuard = installCrashGuard(gatewayLog, { deadlineMs: 120_000 });
+
+async function startEverything(lifecycle: Lifecycle) {
+  const lock = acquireDataDirLock(dataDir, { purpose: 'npm start' });
+  lifecycle.defer('data dir lock', () => lock.release());
   let embedded: EmbeddedDatabase | undefined;
   let databaseUrl = env['DATABASE_URL'];
   if (databaseUrl === undefined || databaseUrl === '') {
-    embedded = await startEmbeddedDatabase(dataDir);
+    embedded = await lifecycle.open(
+      'embedded PostgreSQL',
+      () => startEmbeddedDatabase(dataDir),
+      (db) => db.stop(),
+    );
     databaseUrl = embedded.url;
     serviceLog.info(
       { dataDir },
       'DATABASE_URL not set: using the embedded PostgreSQL (PGlite) in the data dir',
     );
   }
-  const service = await runService(env, serviceLog, {
-    url: databaseUrl,
-    ...(embedded === undefined ? {} : { maxConnections: embedded.maxConnections }),
-  });
+  const service = await lifecycle.open(
+    'resource service',
+    () =>
+      runService(env, serviceLog, {
+        url: databaseUrl,
+        ...(embedded === undefined ? {} : { maxConnections: embedded.maxConnections }),
+      }),
+    (running) => running.stop(),
+  );
   if (!(await hasDemoData(service.sql))) {
     const [key] = loadAssertionKeys(env, dataDir);
     if (key === undefined) throw new Error('no assertion key');
@@ -49,16 +66,32 @@ async function main(): Promise<void> {
   }
   // The default route follows the service, wherever SERVICE_PORT (0 included) put it.
   env['SERVICE_PORT'] = new URL(service.service.url).port;
-  const gateway = await runGateway(env, gatewayLog);
+  const gateway = await lifecycle.open(
+    'gateway',
+    () => runGateway(env, gatewayLog),
+    (running) => running.stop(),
+  );
+  return { gateway, embedded };
+}
 
+/**
+ * What this process opened, closed in reverse: the gateway drains first, so nothing new
+ * reaches the service while it drains, and the data dir's lock goes last, once the embedded
+ * database has no writer. A start that fails half-way closes the same way.
+ */
+const lifecycle = new Lifecycle();
+
+async function main(): Promise<void> {
+  const started = performance.now();
+  const { gateway, embedded } = await lifecycle.start(startEverything);
+  const shutdown = () => lifecycle.close();
+  crashGuard.drainWith(shutdown);
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     gatewayLog.info({ signal }, 'stopping');
-    await gateway.stop();
-    await service.stop();
-    await embedded?.stop();
+    await shutdown();
     process.exit(0);
   };
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
@@ -87,6 +120,10 @@ async function main(): Promise<void> {
       '',
       `Portico is running (ready in ${((performance.now() - started) / 1000).toFixed(1)} s). Ctrl-C stops it.`,
       `  API      ${url}/v1   (OpenAPI: ${url}/v1/openapi.json)`,
+      ...gateway.config.routes.map(
+        (route) =>
+          `  Route    ${route.prefix} → ${route.upstream}   (auth: ${route.auth}, cache: ${route.cache ? 'on' : 'off'})`,
+      ),
       `  Admin    http://127.0.0.1:${gateway.gateway.addresses.admin.port}/metrics`,
       `  Data     ${dataDir}   (database: ${embedded === undefined ? 'DATABASE_URL' : 'embedded PGlite'}, limits: ${env['REDIS_URL'] ? 'Redis' : 'in memory'})`,
       '',
@@ -101,7 +138,13 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  if (error instanceof ConfigError) gatewayLog.fatal({ problems: error.problems }, 'invalid gateway config');
-  else gatewayLog.fatal({ err: error }, 'start failed');
+  // Refused, not failed: one line that says who holds the data dir, no stack trace.
+  if (error instanceof DataDirInUseError)
+    gatewayLog.fatal({ code: error.code, holder: error.holder, lockFile: error.lockFile }, error.message);
+  else if (error instanceof ConfigError) {
+    // The file and one problem per line, as an operator reads them; the log line for machines.
+    process.stderr.write(`${error.message}\n`);
+    gatewayLog.fatal({ file: error.source, problems: error.problems }, 'invalid gateway config');
+  } else gatewayLog.fatal({ err: error }, 'start failed');
   process.exit(1);
 });

@@ -6,8 +6,7 @@
  * drop the old one). Without it, both processes use a key created once in the data dir, which
  * is what a single-machine `npm start` needs.
  */
-import { join } from 'node:path';
-import { newHmacKeyEntry, parseHmacKeyRing, readOrCreateSecretFile } from './data-dir-secrets.ts';
+import { loadHmacKeyRing, parseHmacKeyRing } from './data-dir-secrets.ts';
 import type { AssertionKey } from './identity-assertion.ts';
 
 export const ASSERTION_KEYS_ENV = 'PORTICO_ASSERTION_KEYS';
@@ -19,8 +18,5 @@ export function parseAssertionKeys(spec: string): AssertionKey[] {
 
 /** Loads the key ring from the environment, or from (creating if needed) the data dir. */
 export function loadAssertionKeys(env: NodeJS.ProcessEnv, dataDir: string): AssertionKey[] {
-  const spec = env[ASSERTION_KEYS_ENV];
-  if (spec !== undefined && spec.trim() !== '') return parseAssertionKeys(spec);
-  const file = join(dataDir, 'assertion-keys');
-  return parseHmacKeyRing(readOrCreateSecretFile(file, newHmacKeyEntry), file);
+  return loadHmacKeyRing(env, dataDir, { variable: ASSERTION_KEYS_ENV, fileName: 'assertion-keys' });
 }

@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 
 /** A named HMAC key; the first key of a ring signs, every key of it verifies (rotation). */
 export interface HmacKey {
@@ -68,4 +68,19 @@ export function parseHmacKeyRing(spec: string, source: string): HmacKey[] {
 /** A fresh `dev-xxxxxxxx:base64secret` entry for a ring created in the data dir. */
 export function newHmacKeyEntry(): string {
   return `dev-${randomBytes(4).toString('hex')}:${randomBytes(32).toString('base64')}\n`;
+}
+
+/**
+ * A key ring from the environment variable `variable` when set, else from the data dir's file
+ * `fileName`, created once: production sets the variable, a single-machine start needs none.
+ */
+export function loadHmacKeyRing(
+  env: NodeJS.ProcessEnv,
+  dataDir: string,
+  source: { variable: string; fileName: string },
+): HmacKey[] {
+  const spec = env[source.variable];
+  if (spec !== undefined && spec.trim() !== '') return parseHmacKeyRing(spec, source.variable);
+  const file = join(dataDir, source.fileName);
+  return parseHmacKeyRing(readOrCreateSecretFile(file, newHmacKeyEntry), file);
 }

@@ -11,9 +11,8 @@
  * bind the assertion to one request (method, target, request id) and to a short lifetime, so a
  * captured header cannot be replayed against another endpoint, or later.
  */
-import { createHmac, createSecretKey, timingSafeEqual } from 'node:crypto';
-import type { KeyObject } from 'node:crypto';
 import type { HmacKey } from './data-dir-secrets.ts';
+import { hmacSha256, macEquals } from './hmac.ts';
 import type { Principal } from './principal.ts';
 import { isValidCustomerId } from './principal.ts';
 
@@ -52,20 +51,6 @@ const MAX_LIFETIME = 120;
 /** A header larger than this is not ours; refuse before any work. */
 const MAX_ASSERTION_LENGTH = 8192;
 
-/**
- * HMAC with a KeyObject made once per key: with a raw Buffer, Node imports the key on every
- * call (measured ~15 µs against ~2.4 µs here), on every request, in both processes.
- */
-const keyObjects = new WeakMap<AssertionKey, KeyObject>();
-function mac(key: AssertionKey, signingInput: string): Buffer {
-  let keyObject = keyObjects.get(key);
-  if (keyObject === undefined) {
-    keyObject = createSecretKey(key.secret);
-    keyObjects.set(key, keyObject);
-  }
-  return createHmac('sha256', keyObject).update(signingInput).digest();
-}
-
 /** Signs an assertion of `principal` for one request. Used by the gateway. */
 export function signAssertion(
   key: AssertionKey,
@@ -87,7 +72,7 @@ export function signAssertion(
     exp: iat + (options.lifetimeSeconds ?? DEFAULT_LIFETIME),
   };
   const signingInput = `${VERSION}.${key.kid}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`;
-  return `${signingInput}.${mac(key, signingInput).toString('base64url')}`;
+  return `${signingInput}.${hmacSha256(key, signingInput).toString('base64url')}`;
 }
 
 export type AssertionResult =
@@ -111,9 +96,9 @@ export function verifyAssertion(
   const key = keys.find((k) => k.kid === kid);
   if (key === undefined) return { ok: false, reason: 'unknown kid' };
 
-  const expected = mac(key, `${VERSION}.${kid}.${payload}`);
+  const expected = hmacSha256(key, `${VERSION}.${kid}.${payload}`);
   const given = Buffer.from(signature, 'base64url');
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+  if (!macEquals(given, expected)) {
     return { ok: false, reason: 'bad signature' };
   }
 

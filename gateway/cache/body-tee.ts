@@ -27,7 +27,7 @@ export function teeBody(
       callback(null, chunk);
     },
     flush(callback) {
-      if (keeping) onComplete(Buffer.concat(chunks, length));
+      if (keeping) onComplete(ownCopy(chunks, length));
       callback();
     },
   });
@@ -50,5 +50,18 @@ export async function readBody(body: Readable | null, limit: number): Promise<Bu
     }
     chunks.push(chunk);
   }
-  return Buffer.concat(chunks, length);
+  return ownCopy(chunks, length);
+}
+
+/**
+ * The body in an allocation of its own, exactly its size. Buffer.concat takes a small result
+ * from Node's shared buffer pool, and a stored body then keeps its whole slab alive: a soak
+ * measured ~15 KB of external memory per stored ~1.7 KB entry that way, so the cache held
+ * several times the bytes it was charged for and RSS grew by 15 MiB a minute.
+ */
+function ownCopy(chunks: readonly Buffer[], length: number): Buffer {
+  const copy = Buffer.allocUnsafeSlow(length);
+  let offset = 0;
+  for (const chunk of chunks) offset += chunk.copy(copy, offset);
+  return copy;
 }

@@ -4,7 +4,6 @@
  * (local, and across replicas over Redis), purge and statistics. The pipeline stage
  * (stages/cache.ts) drives it.
  */
-import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
@@ -23,6 +22,7 @@ import { callerOf, lookupPartitions, storePartition, type Caller } from './parti
 import { createPolicyFactory, requestView, type PolicyFactory, type PolicyRequest } from './policy.ts';
 import { readSemantics, type ResponseSemantics } from './response-semantics.ts';
 import { storability } from './storability.ts';
+import { NOT_UPDATED, storedHeaders, validatorView, varyValue } from './stored-fields.ts';
 
 export type { StoredResponse } from './entry-store.ts';
 
@@ -132,23 +132,6 @@ export interface HttpCache {
   stats(): CacheStats;
   close(): Promise<void>;
 }
-
-/** Header fields never stored: per-request, per-hop, or ours to strip. */
-const NOT_STORED = new Set([
-  'portico-invalidates',
-  'x-request-id',
-  'set-cookie-2',
-  'connection',
-  'keep-alive',
-]);
-/** 3.2: fields a 304 may not change: they describe the stored body, or this one exchange. */
-const NOT_UPDATED = new Set([
-  ...NOT_STORED,
-  'content-length',
-  'content-encoding',
-  'content-range',
-  'transfer-encoding',
-]);
 
 /**
  * Creates the cache of one gateway instance. With `deps.redis`, it subscribes to `deps.channel`
@@ -403,37 +386,4 @@ export function createHttpCache(config: CacheConfig, deps: HttpCacheDeps): HttpC
       store.clear();
     },
   };
-}
-
-/** The request's value of a Vary field; credentials are compared by digest, never kept. */
-function varyValue(headers: IncomingHttpHeaders, name: string): string | undefined {
-  const value = headers[name];
-  if (value === undefined) return undefined;
-  // 4.1: values are compared after normalizing whitespace around list members.
-  const text = (Array.isArray(value) ? value.join(',') : value)
-    .split(',')
-    .map((member) => member.trim())
-    .join(',');
-  return name === 'authorization' || name === 'cookie'
-    ? createHash('sha256').update(text).digest('base64url')
-    : text;
-}
-
-function storedHeaders(
-  headers: Record<string, string | string[]>,
-  omitted: readonly string[],
-): Record<string, string | string[]> {
-  const out: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(headers))
-    if (!NOT_STORED.has(name) && name !== 'cache-status' && !omitted.includes(name)) out[name] = value;
-  return out;
-}
-
-function validatorView(headers: Record<string, string | string[]>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const name of ['etag', 'last-modified']) {
-    const value = headers[name];
-    if (value !== undefined) out[name] = Array.isArray(value) ? (value[0] ?? '') : value;
-  }
-  return out;
 }

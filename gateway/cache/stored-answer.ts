@@ -5,7 +5,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { GATEWAY_CACHE_CONTROL } from '../../shared/cache-headers.ts';
-import { bufferedResponse, type GatewayResponse } from '../pipeline.ts';
+import { bufferedResponse, type GatewayResponse } from '../pipeline/context.ts';
 import { appendCacheStatus, type CacheStatus } from './cache-status.ts';
 import { notModified } from './conditional.ts';
 import type { StoredResponse } from './entry-store.ts';

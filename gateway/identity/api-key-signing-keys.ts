@@ -5,20 +5,14 @@
  * with the old one keep working until it is dropped from the list, which revokes them all.
  * Without the variable, a ring created once in the data dir serves a single-machine start.
  */
-import { join } from 'node:path';
-import {
-  newHmacKeyEntry,
-  parseHmacKeyRing,
-  readOrCreateSecretFile,
-  type HmacKey,
-} from '../../shared/data-dir-secrets.ts';
+import { loadHmacKeyRing, type HmacKey } from '../../shared/data-dir-secrets.ts';
 
 export const API_KEY_SIGNING_KEYS_ENV = 'PORTICO_APIKEY_SIGNING_KEYS';
 
 /** The signing key ring: from the environment, else from (creating if needed) the data dir. */
 export function loadApiKeySigningKeys(env: NodeJS.ProcessEnv, dataDir: string): HmacKey[] {
-  const spec = env[API_KEY_SIGNING_KEYS_ENV];
-  if (spec !== undefined && spec.trim() !== '') return parseHmacKeyRing(spec, API_KEY_SIGNING_KEYS_ENV);
-  const file = join(dataDir, 'apikey-signing-keys');
-  return parseHmacKeyRing(readOrCreateSecretFile(file, newHmacKeyEntry), file);
+  return loadHmacKeyRing(env, dataDir, {
+    variable: API_KEY_SIGNING_KEYS_ENV,
+    fileName: 'apikey-signing-keys',
+  });
 }

@@ -13,7 +13,8 @@
  * The MAC covers the kid, so a key cannot be re-labelled to another signing key. The `id` is
  * public (it appears in audit records and `apikey list`); the key as a whole is the secret.
  */
-import { createHmac, createSecretKey, randomBytes, timingSafeEqual, type KeyObject } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { hmacSha256, macEquals } from '../../shared/hmac.ts';
 import type { HmacKey } from '../../shared/data-dir-secrets.ts';
 import { isValidCustomerId } from '../../shared/principal.ts';
 
@@ -33,21 +34,6 @@ const FORMAT = /^pk_([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]{1,64})\.([A-Za-z0-9_-]{43})
 export const API_KEY_ID_PATTERN = /^ak_[A-Za-z0-9_-]{22}$/;
 const SCOPE_PATTERN = /^[\x21\x23-\x5b\x5d-\x7e]{1,64}$/;
 
-/**
- * createHmac with a raw Buffer imports the secret on every call (~15 µs here); with a
- * KeyObject made once it costs ~2 µs. Keyed by the ring entry, so rotation needs nothing.
- */
-const keyObjects = new WeakMap<HmacKey, KeyObject>();
-
-function mac(key: HmacKey, signingInput: string): Buffer {
-  let keyObject = keyObjects.get(key);
-  if (keyObject === undefined) {
-    keyObject = createSecretKey(key.secret);
-    keyObjects.set(key, keyObject);
-  }
-  return createHmac('sha256', keyObject).update(signingInput).digest();
-}
-
 /** Mints a key for `customerId` with `scopes`, signed with `signingKey` (the ring's first). */
 export function mintApiKey(
   signingKey: HmacKey,
@@ -64,7 +50,7 @@ export function mintApiKey(
     iat: Math.floor(now / 1000),
   };
   const signingInput = `${PREFIX}${Buffer.from(JSON.stringify(claims)).toString('base64url')}.${signingKey.kid}`;
-  return { key: `${signingInput}.${mac(signingKey, signingInput).toString('base64url')}`, claims };
+  return { key: `${signingInput}.${hmacSha256(signingKey, signingInput).toString('base64url')}`, claims };
 }
 
 /** Checks a presented key's shape and signature; revocation is the caller's next step. */
@@ -75,9 +61,9 @@ export function verifyApiKey(ring: readonly HmacKey[], presented: string): ApiKe
   const [, payload, kid, signature] = match as unknown as [string, string, string, string];
   const key = ring.find((k) => k.kid === kid);
   if (key === undefined) return { ok: false, reason: 'unknown API key signing key' };
-  const expected = mac(key, `${PREFIX}${payload}.${kid}`);
+  const expected = hmacSha256(key, `${PREFIX}${payload}.${kid}`);
   const given = Buffer.from(signature, 'base64url');
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+  if (!macEquals(given, expected)) {
     return { ok: false, reason: 'API key signature invalid' };
   }
   let claims: unknown;

@@ -102,6 +102,18 @@ export const DEFAULT_RATE_LIMITS: RateLimitsConfig = {
   authFailures: { limit: 20, window: '60s' },
 };
 
+/** What the schema cannot say: policy names are unique (they name the headers and the audit). */
+export function checkRateLimits(config: RateLimitsConfig): string[] {
+  const problems: string[] = [];
+  const seen = new Set<string>();
+  config.policies.forEach((policy, index) => {
+    if (seen.has(policy.name))
+      problems.push(`rateLimits.policies[${index}].name: duplicate policy name "${policy.name}"`);
+    seen.add(policy.name);
+  });
+  return problems;
+}
+
 const UNIT_SECONDS = { s: 1, m: 60, h: 3600, d: 86_400 } as const;
 
 export function durationSeconds(value: string | number): number {

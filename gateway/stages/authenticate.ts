@@ -10,7 +10,7 @@
 import type { Authenticator } from '../identity/authenticate.ts';
 import { rateLimitProblem } from '../rate-limit/headers.ts';
 import type { RateLimiter } from '../rate-limit/limiter.ts';
-import type { Stage } from '../pipeline.ts';
+import type { Stage } from '../pipeline/context.ts';
 
 export interface AuthenticateStageDeps {
   authenticator: Authenticator;

@@ -7,14 +7,15 @@
 import type { Readable } from 'node:stream';
 import { HttpProblem } from '../../shared/errors.ts';
 import { CACHE_INVALIDATES, GATEWAY_CACHE_CONTROL } from '../../shared/cache-headers.ts';
-import type { GatewayContext, GatewayResponse, Next, Stage } from '../pipeline.ts';
+import type { GatewayContext, GatewayResponse, Next, Stage } from '../pipeline/context.ts';
+import type { UpstreamHeaders } from '../pipeline/upstream-headers.ts';
+import type { Forward } from '../upstream/forward.ts';
 import { readBody, teeBody } from '../cache/body-tee.ts';
 import { appendCacheStatus, formatCacheStatus, type CacheStatus } from '../cache/cache-status.ts';
 import type { CacheRequest, Fill, HttpCache, Outcome, StoredResponse } from '../cache/http-cache.ts';
 import { SAFE_METHODS, invalidationTargets } from '../cache/invalidation-targets.ts';
 import { readSemantics } from '../cache/response-semantics.ts';
 import { storedAnswer } from '../cache/stored-answer.ts';
-import { setRevalidationHeaders } from '../cache/upstream-request.ts';
 
 /** A stored response being revalidated, and why. */
 interface Revalidation {
@@ -22,8 +23,11 @@ interface Revalidation {
   reason: 'stale' | 'request';
 }
 
-/** The cache stage over one cache instance; goes between rate-limit and the proxy. */
-export function createCacheStage(cache: HttpCache): Stage {
+/**
+ * The cache stage over one cache instance; goes between rate-limit and the proxy. `forward`
+ * is the proxy's own forwarding, for revalidations in the background.
+ */
+export function createCacheStage(cache: HttpCache, forward: Forward): Stage {
   return async function cacheStage(ctx, next) {
     const method = ctx.req.method ?? 'GET';
     if (!SAFE_METHODS.has(method)) return unsafe(ctx, next, cache);
@@ -52,14 +56,14 @@ export function createCacheStage(cache: HttpCache): Stage {
           hit: true,
           detail: 'stale-while-revalidate',
         });
-        revalidateInBackground(ctx, next, cache, request, selection.entry);
+        revalidateInBackground(ctx, forward, cache, request, selection.entry);
         return;
       case 'revalidate':
         onlyIfCached(request);
-        return forward(ctx, next, cache, request, selection);
+        return forwardAndStore(ctx, next, cache, request, selection);
       default:
         onlyIfCached(request);
-        return forward(ctx, next, cache, request, undefined, selection.kind);
+        return forwardAndStore(ctx, next, cache, request, undefined, selection.kind);
     }
   };
 }
@@ -97,7 +101,7 @@ async function unsafe(ctx: GatewayContext, next: Next, cache: HttpCache): Promis
   finish(response, ctx.route?.cache === true ? { fwd: 'method' } : { fwd: 'bypass', detail: 'route' });
 }
 
-async function forward(
+async function forwardAndStore(
   ctx: GatewayContext,
   next: Next,
   cache: HttpCache,
@@ -106,34 +110,23 @@ async function forward(
   miss: 'uri-miss' | 'vary-miss' = 'uri-miss',
 ): Promise<void> {
   const fwd = revalidation === undefined ? miss : revalidation.reason === 'request' ? 'request' : 'stale';
-  if (revalidation !== undefined) setRevalidationHeaders(ctx.req, validatorsOf(revalidation.entry, request));
+  if (revalidation !== undefined)
+    setValidators(ctx.upstreamHeaders, validatorsOf(revalidation.entry, request));
   const fill = cache.beginFill(request.path);
   try {
     await next();
   } catch (error) {
     fill.end();
-    // An origin that cannot be reached (the proxy's 502/504): RFC 9111 section 4.2.4 lets a
-    // disconnected cache serve stale unless must-revalidate, proxy-revalidate, no-cache or
-    // s-maxage forbid it; stale-if-error (RFC 5861 section 4) says so explicitly. Not when the
-    // client itself asked for validation (no-cache, max-age=0): it gets the error.
-    if (revalidation?.reason === 'stale' && error instanceof HttpProblem && error.status >= 500) {
-      const entry = revalidation.entry;
-      if (!entry.semantics.neverStale) {
-        note(ctx, cache, 'stale');
-        ctx.response = storedAnswer(entry, request, {
-          fwd: 'stale',
-          detail: staleIfError(entry) ? 'stale-if-error' : 'origin-unreachable',
-        });
-        return;
-      }
-    }
-    if (error instanceof HttpProblem)
-      error.headers['Cache-Status'] = formatCacheStatus({ fwd, detail: 'origin-error' });
     throw error;
   }
   const response = ctx.response;
   if (response === undefined) {
     fill.end();
+    return;
+  }
+  if (response.problem !== undefined) {
+    fill.end();
+    answerOriginError(ctx, cache, request, revalidation, response, fwd);
     return;
   }
   if (revalidation !== undefined) {
@@ -185,6 +178,37 @@ async function forward(
   appendCacheStatus(response.headers, { ...status, stored: true });
 }
 
+/**
+ * The origin could not be reached (the proxy's 502 or 504, or a refusal after this stage):
+ * RFC 9111 section 4.2.4 lets a disconnected cache serve stale unless must-revalidate,
+ * proxy-revalidate, no-cache or s-maxage forbid it; stale-if-error (RFC 5861 section 4) says
+ * so explicitly. Not when the client itself asked for validation (no-cache, max-age=0): it
+ * gets the error.
+ */
+function answerOriginError(
+  ctx: GatewayContext,
+  cache: HttpCache,
+  request: CacheRequest,
+  revalidation: Revalidation | undefined,
+  response: GatewayResponse,
+  fwd: CacheStatus['fwd'],
+): void {
+  if (
+    revalidation?.reason === 'stale' &&
+    response.status >= 500 &&
+    !revalidation.entry.semantics.neverStale
+  ) {
+    const entry = revalidation.entry;
+    note(ctx, cache, 'stale');
+    ctx.response = storedAnswer(entry, request, {
+      fwd: 'stale',
+      detail: staleIfError(entry) ? 'stale-if-error' : 'origin-unreachable',
+    });
+    return;
+  }
+  response.headers['cache-status'] = formatCacheStatus({ fwd, detail: 'origin-error' });
+}
+
 function answerRevalidated(
   ctx: GatewayContext,
   cache: HttpCache,
@@ -212,56 +236,30 @@ function answerRevalidated(
 
 /**
  * stale-while-revalidate (RFC 5861 section 3): the stale answer goes out now; the
- * revalidation runs once the client's response is complete, so that it can never change
- * the response the listener is writing.
+ * revalidation is a side call to the upstream once the client's response is complete, so
+ * that it can never change the response the handler is writing.
  */
 function revalidateInBackground(
   ctx: GatewayContext,
-  next: Next,
+  forward: Forward,
   cache: HttpCache,
   request: CacheRequest,
   entry: StoredResponse,
 ): void {
-  // A HEAD would bring back no body to store; the next GET revalidates instead.
-  if (entry.revalidating === true || request.method !== 'GET') return;
+  // A HEAD would bring back no body to store; the next GET revalidates instead. A GET with a
+  // body is not replayed: its body went to no one and cannot be read again.
+  if (entry.revalidating === true || request.method !== 'GET' || hasBody(ctx)) return;
   entry.revalidating = true;
   ctx.res.once('close', () => {
     if (ctx.signal.aborted) {
       entry.revalidating = false;
       return;
     }
-    setRevalidationHeaders(ctx.req, validatorsOf(entry, request));
+    setValidators(ctx.upstreamHeaders, validatorsOf(entry, request));
     const fill = cache.beginFill(request.path);
     void (async () => {
       try {
-        await next();
-        const response = ctx.response;
-        if (response === undefined) return;
-        if (response.status === 304) {
-          response.body?.resume();
-          cache.freshen(entry, request, fill, {
-            status: 304,
-            headers: response.headers,
-            semantics: readSemantics(response.headers),
-          });
-          return;
-        }
-        if (response.status >= 500) {
-          discard(response.body);
-          return;
-        }
-        cache.remove(entry);
-        const decision = cache.decide(request, fill, {
-          status: response.status,
-          headers: response.headers,
-          semantics: readSemantics(response.headers),
-        });
-        if (!decision.store) {
-          discard(response.body);
-          return;
-        }
-        const body = await readBody(response.body, cache.config.maxEntryBytes);
-        if (body !== undefined) cache.commit(fill, decision.build(body));
+        await refreshFrom(await forward(ctx), cache, request, entry, fill);
       } catch (error) {
         ctx.log.debug(
           { err: { name: (error as Error).name, message: (error as Error).message } },
@@ -273,6 +271,61 @@ function revalidateInBackground(
       }
     })();
   });
+}
+
+/** Stores what a background revalidation brought back: a fresher copy, or nothing. */
+async function refreshFrom(
+  response: GatewayResponse,
+  cache: HttpCache,
+  request: CacheRequest,
+  entry: StoredResponse,
+  fill: Fill,
+): Promise<void> {
+  if (response.status === 304) {
+    response.body?.resume();
+    cache.freshen(entry, request, fill, {
+      status: 304,
+      headers: response.headers,
+      semantics: readSemantics(response.headers),
+    });
+    return;
+  }
+  if (response.status >= 500) {
+    discard(response.body);
+    return;
+  }
+  cache.remove(entry);
+  const decision = cache.decide(request, fill, {
+    status: response.status,
+    headers: response.headers,
+    semantics: readSemantics(response.headers),
+  });
+  if (!decision.store) {
+    discard(response.body);
+    return;
+  }
+  const body = await readBody(response.body, cache.config.maxEntryBytes);
+  if (body !== undefined) cache.commit(fill, decision.build(body));
+}
+
+function hasBody(ctx: GatewayContext): boolean {
+  const length = ctx.req.headers['content-length'];
+  return (length !== undefined && length !== '0') || ctx.req.headers['transfer-encoding'] !== undefined;
+}
+
+/**
+ * Sends the stored response's validators upstream in place of the client's own conditions
+ * (RFC 9111 section 4.3.1); the client's conditions are then answered here.
+ */
+function setValidators(
+  headers: UpstreamHeaders,
+  validators: { 'if-none-match'?: string; 'if-modified-since'?: string },
+): void {
+  for (const name of ['if-none-match', 'if-modified-since'] as const) {
+    const value = validators[name];
+    if (value === undefined) headers.delete(name);
+    else headers.set(name, value);
+  }
 }
 
 /** The stored response's validators, through http-cache-semantics (4.3.1). */

@@ -2,8 +2,8 @@
  * Refuses requests whose framing or target could be read differently upstream (request
  * smuggling, duplicate Host, dot segments), before any routing or forwarding.
  */
-import type { Stage } from '../pipeline.ts';
-import { checkRequestFraming } from '../http-hygiene.ts';
+import type { Stage } from '../pipeline/context.ts';
+import { checkRequestFraming } from '../edge/http-hygiene.ts';
 
 export function createHygieneStage(): Stage {
   return async function hygiene(ctx, next) {

@@ -1,18 +1,20 @@
 /**
  * The rate-limit stage: counts the request against every matching policy after
  * authentication (so limits can key on the principal), refuses with 429 when one is exceeded,
- * and puts `RateLimit-Policy` / `RateLimit` on every answer a policy applied to, errors from
+ * and puts `RateLimit-Policy` / `RateLimit` on every answer a policy applied to, refusals of
  * later stages included.
  */
-import { HttpProblem } from '../../shared/errors.ts';
-import type { GatewayContext, Stage } from '../pipeline.ts';
+import type { Stage } from '../pipeline/context.ts';
 import { rateLimitHeaders, rateLimitProblem, storeUnavailableProblem } from '../rate-limit/headers.ts';
 import type { RateLimitDecision, RateLimiter } from '../rate-limit/limiter.ts';
 
 export interface RateLimitStageDeps {
   limiter: RateLimiter;
-  /** Told every decision, for the audit log. */
-  onDecision?: (ctx: GatewayContext, decision: RateLimitDecision) => void;
+}
+
+/** The decision as the audit record states it: `allowed:redis`, `limited:memory`, `unavailable`. */
+function auditFact(decision: RateLimitDecision): string {
+  return decision.kind === 'unavailable' ? 'unavailable' : `${decision.kind}:${decision.store}`;
 }
 
 export function createRateLimitStage(deps: RateLimitStageDeps): Stage {
@@ -23,16 +25,15 @@ export function createRateLimitStage(deps: RateLimitStageDeps): Stage {
       clientIp: ctx.clientIp,
       ...(ctx.principal === undefined ? {} : { principal: ctx.principal }),
     });
-    deps.onDecision?.(ctx, decision);
+    ctx.facts.rateLimit = auditFact(decision);
     if (decision.kind === 'unavailable') throw storeUnavailableProblem();
     if (decision.kind === 'limited') throw rateLimitProblem(decision);
     const headers = rateLimitHeaders(decision.outcomes);
-    try {
-      await next();
-    } catch (error) {
-      if (error instanceof HttpProblem) Object.assign(error.headers, headers);
-      throw error;
-    }
-    if (ctx.response !== undefined) Object.assign(ctx.response.headers, headers);
+    await next();
+    // Response header names are lower case (as undici gives the upstream's), so that a name
+    // is never sent twice in two spellings.
+    const response = ctx.response;
+    if (response !== undefined)
+      for (const [name, value] of Object.entries(headers)) response.headers[name.toLowerCase()] = value;
   };
 }

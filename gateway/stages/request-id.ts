@@ -5,7 +5,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Type, type Static } from '@sinclair/typebox';
-import type { Stage } from '../pipeline.ts';
+import { isWellFormedRequestId } from '../../shared/request-id.ts';
+import type { Stage } from '../pipeline/context.ts';
 
 export const RequestIdConfigSchema = Type.Object(
   {
@@ -19,18 +20,15 @@ export const RequestIdConfigSchema = Type.Object(
 export type RequestIdConfig = Static<typeof RequestIdConfigSchema>;
 
 export const REQUEST_ID_HEADER = 'x-request-id';
-/** Long enough for UUIDs and trace ids, narrow enough to be safe in logs and headers. */
-const WELL_FORMED = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export function createRequestIdStage(config: RequestIdConfig): Stage {
   return async function requestId(ctx, next) {
     const sent = config.acceptFromClient ? ctx.req.headers[REQUEST_ID_HEADER] : undefined;
-    ctx.requestId = typeof sent === 'string' && WELL_FORMED.test(sent) ? sent : randomUUID();
+    ctx.requestId = isWellFormedRequestId(sent) ? sent : randomUUID();
     ctx.log = ctx.log.child({ requestId: ctx.requestId });
-    // Set now so that a problem answered by any later stage carries it too.
-    ctx.res.setHeader(REQUEST_ID_HEADER, ctx.requestId);
     await next();
-    // The upstream may echo its own id; the client gets the one its logs will show.
+    // On every answer, refusals included; the upstream may echo its own id, and the client
+    // gets the one its logs will show.
     if (ctx.response !== undefined) ctx.response.headers[REQUEST_ID_HEADER] = ctx.requestId;
   };
 }

@@ -27,7 +27,26 @@ function mediaTypeOf(contentType: string | undefined): { type: string; charset?:
   return { type: type.trim().toLowerCase(), ...(charset === undefined ? {} : { charset }) };
 }
 
+/**
+ * Refuses a body in any content coding but identity: this service does not decompress, and
+ * compressed bytes are not malformed JSON but a format it does not take (RFC 9110 15.5.16).
+ */
+function assertIdentityCoding(req: IncomingMessage): void {
+  const codings = (req.headers['content-encoding'] ?? '')
+    .split(',')
+    .map((coding) => coding.trim().toLowerCase())
+    .filter((coding) => coding !== '' && coding !== 'identity');
+  if (codings.length > 0) {
+    throw new HttpProblem(
+      'ERR_UNSUPPORTED_MEDIA_TYPE',
+      `Content-Encoding ${codings.join(', ')} is not supported: send the body uncompressed`,
+      { headers: { 'Accept-Encoding': 'identity' } },
+    );
+  }
+}
+
 export async function readJsonBody(req: IncomingMessage, options: BodyOptions): Promise<unknown> {
+  assertIdentityCoding(req);
   const media = mediaTypeOf(req.headers['content-type']);
   if (media === undefined || !options.mediaTypes.includes(media.type)) {
     throw new HttpProblem(
@@ -44,14 +63,16 @@ export async function readJsonBody(req: IncomingMessage, options: BodyOptions): 
 
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > options.maxBytes) {
-    throw tooLarge(req, options.maxBytes);
+    throw tooLarge(req, options.maxBytes, Number(declared));
   }
 
   const chunks: Buffer[] = [];
   let received = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
+  // Not destroyed on an early exit: destroying the request resets the socket, and the 413
+  // written just before would be lost with it.
+  for await (const chunk of req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
     received += chunk.length;
-    if (received > options.maxBytes) throw tooLarge(req, options.maxBytes);
+    if (received > options.maxBytes) throw tooLarge(req, options.maxBytes, received);
     chunks.push(chunk);
   }
   if (received === 0) throw new HttpProblem('ERR_MALFORMED_JSON', 'A JSON body is required');
@@ -69,12 +90,30 @@ export async function readJsonBody(req: IncomingMessage, options: BodyOptions): 
   }
 }
 
-function tooLarge(req: IncomingMessage, maxBytes: number): HttpProblem {
-  // Stop reading: the rest of the body is not wanted, and the connection closes after the
-  // answer so that unread bytes cannot be taken for the next request.
-  req.pause();
+/**
+ * How much of a refused body is read and thrown away so that the connection stays usable.
+ * Closing with unread bytes in the socket makes the kernel answer them with a reset, which
+ * destroys the 413 on its way: the client (or the gateway) sees a cut connection instead.
+ * Past this, the connection is closed: a client sending that much gets the reset it asked for.
+ */
+const DISCARD_LIMIT_BYTES = 8 * 1024 * 1024;
+
+function tooLarge(req: IncomingMessage, maxBytes: number, seenBytes: number): HttpProblem {
+  const keepConnection = seenBytes <= DISCARD_LIMIT_BYTES;
+  if (keepConnection) discardRest(req);
+  else req.pause();
   return new HttpProblem('ERR_PAYLOAD_TOO_LARGE', `The body exceeds ${maxBytes} bytes`, {
-    headers: { Connection: 'close' },
     extensions: { max_bytes: maxBytes },
+    ...(keepConnection ? {} : { headers: { Connection: 'close' } }),
   });
+}
+
+/** Reads the rest of the body into nothing, up to the limit; past it, the socket is cut. */
+function discardRest(req: IncomingMessage): void {
+  let discarded = 0;
+  req.on('data', (chunk: Buffer) => {
+    discarded += chunk.length;
+    if (discarded > DISCARD_LIMIT_BYTES) req.socket.destroy();
+  });
+  req.resume();
 }

@@ -7,30 +7,25 @@
  * query or another customer (queries are scoped by customer anyway; this makes tampering a
  * clear 400 instead of a silent surprise).
  */
-import { createHmac, createSecretKey, timingSafeEqual } from 'node:crypto';
-import type { KeyObject } from 'node:crypto';
+import type { HmacKey } from '../../shared/data-dir-secrets.ts';
 import { HttpProblem } from '../../shared/errors.ts';
+import { hmacSha256, macEquals } from '../../shared/hmac.ts';
+import type { KeysetPosition } from '../data/keyset.ts';
 
-export interface CursorPosition {
-  /** Sort key of the last row, ISO 8601 with milliseconds. */
-  at: string;
-  id: string;
-}
-
+/** Turns the data layer's keyset position into an opaque cursor, and back. */
 export interface CursorCodec {
-  encode(position: CursorPosition, binding: string): string;
-  decode(cursor: string, binding: string): CursorPosition;
+  encode(position: KeysetPosition, binding: string): string;
+  decode(cursor: string, binding: string): KeysetPosition;
 }
 
 const TAG_BYTES = 16;
 
 export function createCursorCodec(secrets: readonly Buffer[]): CursorCodec {
-  // KeyObjects made once: a raw Buffer key is imported again on every HMAC call.
-  const keys = secrets.map((secret) => createSecretKey(secret));
+  const keys: HmacKey[] = secrets.map((secret, index) => ({ kid: String(index), secret }));
   const [signing] = keys;
   if (signing === undefined) throw new Error('cursor codec needs at least one secret');
-  const tag = (secret: KeyObject, payload: string, binding: string) =>
-    createHmac('sha256', secret).update(`cursor\0${binding}\0${payload}`).digest().subarray(0, TAG_BYTES);
+  const tag = (key: HmacKey, payload: string, binding: string) =>
+    hmacSha256(key, `cursor\0${binding}\0${payload}`).subarray(0, TAG_BYTES);
 
   return {
     encode(position, binding) {
@@ -52,10 +47,7 @@ export function createCursorCodec(secrets: readonly Buffer[]): CursorCodec {
       }
       const given = Buffer.from(signature, 'base64url');
       // Any key of the ring verifies, so cursors survive a key rotation.
-      const valid = keys.some((secret) => {
-        const expected = tag(secret, payload, binding);
-        return given.length === expected.length && timingSafeEqual(given, expected);
-      });
+      const valid = keys.some((key) => macEquals(given, tag(key, payload, binding)));
       if (!valid) throw invalid();
       const decoded: unknown = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
       if (!Array.isArray(decoded) || typeof decoded[0] !== 'string' || typeof decoded[1] !== 'string') {

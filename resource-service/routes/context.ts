@@ -4,7 +4,7 @@ import type { CursorCodec } from '../http/cursor.ts';
 import type { Principal } from '../../shared/principal.ts';
 import { isAdmin } from '../../shared/principal.ts';
 import { HttpProblem } from '../../shared/errors.ts';
-import type { OwnerScope } from '../orders/repository.ts';
+import type { OwnerScope } from '../data/db.ts';
 
 export interface RouteContext {
   sql: Sql;

@@ -1,39 +1,35 @@
 /**
- * /v1/customers/{id} and its invoices. A customer sees only its own record; another
- * customer's id answers exactly like an unknown one.
+ * /v1/customers/{customer_id} and its invoices. A customer sees only its own record; another
+ * customer's id answers exactly like an unknown one. The route table at the end declares each
+ * route once, with its OpenAPI description.
  */
-import type { Polka } from 'polka';
+import type { ServerResponse } from 'node:http';
 import { isAdmin } from '../../shared/principal.ts';
 import type { Principal } from '../../shared/principal.ts';
-import type { ServiceRequest } from '../app.ts';
+import { customerExists, findCustomer } from '../data/customers.ts';
+import { listInvoices } from '../data/invoices.ts';
 import { isNotModified } from '../http/conditional.ts';
 import { requireScope } from '../http/identity.ts';
 import { integerBetween, oneOf, parseQuery, text, timestamp } from '../http/query.ts';
+import type { ServiceRequest } from '../http/request.ts';
 import { PER_CUSTOMER, sendJson, sendNotModified } from '../http/respond.ts';
+import {
+  badRequest,
+  common,
+  headerRef,
+  json,
+  listParameters,
+  parameterRef,
+  READ_HEADERS,
+  ref,
+  responseRef,
+} from '../openapi/components.ts';
 import { INVOICE_STATUSES } from '../schemas.ts';
-import type { Customer, Invoice } from '../schemas.ts';
 import { notFound } from './context.ts';
 import type { RouteContext } from './context.ts';
 import { cursorBinding, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, sendPage } from './list.ts';
-import { methodNotAllowed } from './method-not-allowed.ts';
-
-interface CustomerRow {
-  id: string;
-  version: number;
-  created_at: Date;
-  updated_at: Date;
-}
-
-interface InvoiceRow {
-  id: string;
-  customer_id: string;
-  order_id: string;
-  amount: number;
-  currency: string;
-  status: Invoice['status'];
-  version: number;
-  issued_at: Date;
-}
+import { customerEtag, toCustomer, toInvoice } from './representations.ts';
+import type { OperationDoc, Resource } from './route.ts';
 
 const invoiceParameters = {
   limit: integerBetween(1, MAX_PAGE_SIZE),
@@ -50,83 +46,98 @@ function visibleCustomerId(principal: Principal, id: string | undefined): string
   return id;
 }
 
-function toCustomer(row: CustomerRow): Customer {
-  return { id: row.id, created_at: row.created_at.toISOString(), updated_at: row.updated_at.toISOString() };
+async function getCustomer(req: ServiceRequest, res: ServerResponse, ctx: RouteContext): Promise<void> {
+  parseQuery(req.search ?? '', {});
+  const id = visibleCustomerId(req.principal, req.params['customer_id']);
+  const row = await findCustomer(ctx.sql, id);
+  if (row === undefined) throw notFound('customer');
+  const etag = customerEtag(row);
+  if (isNotModified(req, etag)) {
+    sendNotModified(res, etag, PER_CUSTOMER);
+    return;
+  }
+  sendJson(res, { status: 200, body: toCustomer(row), headers: { ETag: etag }, cache: PER_CUSTOMER });
 }
 
-function toInvoice(row: InvoiceRow): Invoice {
-  return {
-    id: row.id,
-    customer_id: row.customer_id,
-    order_id: row.order_id,
-    amount: row.amount,
-    currency: row.currency,
-    status: row.status,
-    issued_at: row.issued_at.toISOString(),
-  };
-}
+async function listCustomerInvoices(
+  req: ServiceRequest,
+  res: ServerResponse,
+  ctx: RouteContext,
+): Promise<void> {
+  requireScope(req.principal, 'invoices:read');
+  const customerId = visibleCustomerId(req.principal, req.params['customer_id']);
+  const q = parseQuery(req.search ?? '', invoiceParameters);
+  if (!(await customerExists(ctx.sql, customerId))) throw notFound('customer');
 
-export function registerCustomerRoutes(app: Polka<ServiceRequest>, ctx: RouteContext): void {
-  const { sql } = ctx;
-
-  app.get('/v1/customers/:id', async (req, res) => {
-    parseQuery(req.search ?? '', {});
-    const id = visibleCustomerId(req.principal, req.params['id']);
-    const [row] = await sql<
-      CustomerRow[]
-    >`select id, version, created_at, updated_at from customers where id = ${id}`;
-    if (row === undefined) throw notFound('customer');
-    const etag = `"c1.${row.version}"`;
-    if (isNotModified(req, etag)) {
-      sendNotModified(res, etag, PER_CUSTOMER);
-      return;
-    }
-    sendJson(res, {
-      status: 200,
-      body: toCustomer(row),
-      headers: { ETag: etag },
-      cache: PER_CUSTOMER,
-    });
+  const binding = cursorBinding(req, req.principal);
+  const limit = q.limit ?? DEFAULT_PAGE_SIZE;
+  const rows = await listInvoices(ctx.sql, {
+    customerId,
+    limit,
+    descending: (q.sort ?? '-issued_at') === '-issued_at',
+    ...(q.cursor === undefined ? {} : { after: ctx.cursors.decode(q.cursor, binding) }),
+    ...(q.status === undefined ? {} : { status: q.status }),
+    ...(q.issued_after === undefined ? {} : { issuedAfter: q.issued_after }),
+    ...(q.issued_before === undefined ? {} : { issuedBefore: q.issued_before }),
   });
-
-  app.get('/v1/customers/:id/invoices', async (req, res) => {
-    requireScope(req.principal, 'invoices:read');
-    const customerId = visibleCustomerId(req.principal, req.params['id']);
-    const query = parseQuery(req.search ?? '', invoiceParameters);
-    const [customer] = await sql`select 1 from customers where id = ${customerId}`;
-    if (customer === undefined) throw notFound('customer');
-
-    const binding = cursorBinding(req, req.principal);
-    const limit = query.limit ?? DEFAULT_PAGE_SIZE;
-    const descending = (query.sort ?? '-issued_at') === '-issued_at';
-    const after = query.cursor === undefined ? undefined : ctx.cursors.decode(query.cursor, binding);
-    const rows = await sql<InvoiceRow[]>`
-      select id, customer_id, order_id, amount, currency, status, version, issued_at
-      from invoices
-      where customer_id = ${customerId}
-        ${query.status === undefined ? sql`` : sql`and status = ${query.status}`}
-        ${query.issued_after === undefined ? sql`` : sql`and issued_at > ${query.issued_after}`}
-        ${query.issued_before === undefined ? sql`` : sql`and issued_at < ${query.issued_before}`}
-        ${
-          after === undefined
-            ? sql``
-            : descending
-              ? sql`and (issued_at, id) < (${after.at}::timestamptz, ${after.id}::uuid)`
-              : sql`and (issued_at, id) > (${after.at}::timestamptz, ${after.id}::uuid)`
-        }
-      order by ${descending ? sql`issued_at desc, id desc` : sql`issued_at asc, id asc`}
-      limit ${limit + 1}`;
-    sendPage(req, res, {
-      rows,
-      limit,
-      toItem: toInvoice,
-      position: (row) => ({ at: row.issued_at.toISOString(), id: row.id }),
-      version: (row) => `${row.id}:${row.version}`,
-      cursors: ctx.cursors,
-      binding,
-    });
+  sendPage(req, res, {
+    rows,
+    limit,
+    toItem: toInvoice,
+    position: (row) => ({ at: row.issued_at.toISOString(), id: row.id }),
+    version: (row) => `${row.id}:${row.version}`,
+    cursors: ctx.cursors,
+    binding,
   });
-
-  methodNotAllowed(app, '/v1/customers/:id', ['GET', 'HEAD']);
-  methodNotAllowed(app, '/v1/customers/:id/invoices', ['GET', 'HEAD']);
 }
+
+// ---- OpenAPI descriptions ----------------------------------------------------------------
+
+const getCustomerDoc: OperationDoc = {
+  operationId: 'getCustomer',
+  tags: ['customers'],
+  summary: 'Read a customer',
+  description:
+    'Any authenticated caller may read its own customer record; admins may read any. The record is created on the first request of a customer.',
+  parameters: [parameterRef('IfNoneMatch')],
+  responses: {
+    '200': json('The customer.', ref('Customer'), { ETag: headerRef('ETag'), ...READ_HEADERS }),
+    '304': responseRef('NotModified'),
+    '400': badRequest(),
+    '404': responseRef('NotFound'),
+    ...common,
+  },
+};
+
+const listInvoicesDoc: OperationDoc = {
+  operationId: 'listInvoices',
+  tags: ['customers'],
+  summary: "List a customer's invoices",
+  description: 'Scope `invoices:read`. Newest first by default.',
+  parameters: listParameters('issued_at', 'issued', INVOICE_STATUSES),
+  responses: {
+    '200': json('One page of invoices.', ref('InvoiceList'), {
+      ETag: headerRef('ETag'),
+      Link: headerRef('Link'),
+      ...READ_HEADERS,
+    }),
+    '304': responseRef('NotModified'),
+    '400': badRequest('ERR_INVALID_PARAMETER', 'ERR_INVALID_CURSOR'),
+    '403': responseRef('Forbidden'),
+    '404': responseRef('NotFound'),
+    ...common,
+  },
+};
+
+export const CUSTOMER_ROUTES: readonly Resource[] = [
+  {
+    path: '/v1/customers/{customer_id}',
+    parameters: [parameterRef('CustomerId')],
+    operations: [{ method: 'GET', handle: getCustomer, doc: getCustomerDoc }],
+  },
+  {
+    path: '/v1/customers/{customer_id}/invoices',
+    parameters: [parameterRef('CustomerId')],
+    operations: [{ method: 'GET', handle: listCustomerInvoices, doc: listInvoicesDoc }],
+  },
+];

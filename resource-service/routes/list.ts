@@ -7,7 +7,8 @@ import type { ServerResponse } from 'node:http';
 import type { Request } from 'polka';
 import type { Principal } from '../../shared/principal.ts';
 import { isAdmin } from '../../shared/principal.ts';
-import type { CursorCodec, CursorPosition } from '../http/cursor.ts';
+import type { KeysetPosition } from '../data/keyset.ts';
+import type { CursorCodec } from '../http/cursor.ts';
 import { isNotModified } from '../http/conditional.ts';
 import { PER_CUSTOMER, sendJson, sendNotModified } from '../http/respond.ts';
 
@@ -30,7 +31,7 @@ export interface PageOptions<Row, Item> {
   rows: Row[];
   limit: number;
   toItem: (row: Row) => Item;
-  position: (row: Row) => CursorPosition;
+  position: (row: Row) => KeysetPosition;
   version: (row: Row) => string;
   cursors: CursorCodec;
   binding: string;

@@ -77,12 +77,13 @@ async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
   } while (cursor !== '0');
 }
 
-export async function createBenchStores(env: NodeJS.ProcessEnv): Promise<BenchStores> {
+/** `label` names the database and prefix (`portico_<label>_…`), so a leftover says whose it is. */
+export async function createBenchStores(env: NodeJS.ProcessEnv, label = 'bench'): Promise<BenchStores> {
   const adminUrl = env['DATABASE_URL'] || DEFAULT_DATABASE_URL;
   const redisUrl = env['REDIS_URL'] || DEFAULT_REDIS_URL;
   const suffix = randomBytes(4).toString('hex');
-  const name = `portico_bench_${suffix}`;
-  const redisPrefix = `portico-bench-${suffix}:`;
+  const name = `portico_${label}_${suffix}`;
+  const redisPrefix = `portico-${label}-${suffix}:`;
 
   const { admin, version: pgVersion } = await connectPostgres(adminUrl);
   let redis: Redis;

@@ -24,9 +24,8 @@ const json = { 'content-type': 'application/json' };
 beforeAll(async () => {
   service = await startTestService();
   const replica = async () => {
-    const connect = () => createRedisClient({ url: inject('redisUrl'), keyPrefix: inject('redisPrefix') });
-    const redis = { publisher: connect(), subscriber: connect() };
-    clients.push(redis.publisher, redis.subscriber);
+    const redis = createRedisClient({ url: inject('redisUrl'), keyPrefix: inject('redisPrefix') });
+    clients.push(redis);
     const gateway = await startCacheGateway({
       upstream: service.url,
       route: { auth: 'required' },

@@ -3,14 +3,14 @@
  * empty data dir; a token from the CLI; the API tour over HTTPS that verifies the generated
  * certificate; Ctrl-C; and a second start that reuses the data.
  */
-import { spawn, spawnSync } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { Agent, request } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
+import { bareEnv, startPortico, stopProcess } from './support/portico-process.ts';
+import type { RunningPortico } from './support/portico-process.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const dataDir = mkdtempSync(join(tmpdir(), 'portico-first-run-'));
@@ -27,74 +27,11 @@ writeFileSync(
   ].join('\n'),
 );
 
-/** The environment of a machine with nothing configured: no database, no Redis. */
-function bareEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {
-    PATH: process.env['PATH'],
-    HOME: process.env['HOME'],
-    PORTICO_DATA_DIR: dataDir,
-    PORTICO_CONFIG: configFile,
-    GATEWAY_PORT: '0',
-    ADMIN_PORT: '0',
-    SERVICE_PORT: '0',
-    LOG_LEVEL: 'warn',
-  };
-  return env;
-}
+const configEnv = { PORTICO_CONFIG: configFile };
+const start = () => startPortico(dataDir, configEnv);
+const stop = (started: RunningPortico) => stopProcess(started.child, 'SIGINT');
 
-interface Started {
-  child: ChildProcess;
-  url: string;
-  token: string;
-  cacert: string;
-  output: () => string;
-}
-
-async function start(): Promise<Started> {
-  const child = spawn(process.execPath, ['scripts/start.ts'], {
-    cwd: ROOT,
-    env: bareEnv(),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const lines = createInterface({ input: child.stdout });
-  const found: Record<string, string> = {};
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`npm start did not print a token in 60 s:\n${output}`)),
-      60_000,
-    );
-    child.once('exit', (code) => reject(new Error(`start exited ${code}:\n${output}`)));
-    lines.on('line', (line) => {
-      output += `${line}\n`;
-      const api = /^ {2}API +(https:\/\/localhost:\d+)\/v1/.exec(line);
-      if (api?.[1] !== undefined) found['url'] = api[1];
-      if (line.startsWith('export TOKEN=')) found['token'] = line.slice('export TOKEN='.length);
-      const curl = /--cacert (\S+)/.exec(line);
-      if (curl?.[1] !== undefined) {
-        found['cacert'] = curl[1];
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-  });
-  return {
-    child,
-    url: found['url'] ?? '',
-    token: found['token'] ?? '',
-    cacert: found['cacert'] ?? '',
-    output: () => output,
-  };
-}
-
-async function stop(started: Started): Promise<number | null> {
-  const exited = new Promise<number | null>((resolve) => started.child.once('exit', (code) => resolve(code)));
-  started.child.kill('SIGINT');
-  return exited;
-}
-
-let running: Started | undefined;
+let running: RunningPortico | undefined;
 afterAll(() => {
   if (running !== undefined && running.child.exitCode === null) running.child.kill('SIGKILL');
   rmSync(dataDir, { recursive: true, force: true });
@@ -141,7 +78,7 @@ describe('npm start with zero configuration', () => {
     // A token from the CLI, for the other demo customer.
     const cli = spawnSync(process.execPath, ['scripts/token.ts', '--customer', 'demo-bob'], {
       cwd: ROOT,
-      env: bareEnv(),
+      env: bareEnv(dataDir, configEnv),
       encoding: 'utf8',
     });
     expect(cli.status).toBe(0);

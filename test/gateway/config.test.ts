@@ -12,7 +12,7 @@ import {
   loadConfig,
   loadConfigFile,
   parseConfig,
-} from '../../gateway/config.ts';
+} from '../../gateway/config/load.ts';
 
 function problemsOf(input: unknown): readonly string[] {
   try {

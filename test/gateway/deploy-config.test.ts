@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { loadConfigFile } from '../../gateway/config.ts';
+import { loadConfigFile } from '../../gateway/config/load.ts';
 
 const deployDir = new URL('../../deploy/', import.meta.url).pathname;
 

@@ -342,6 +342,10 @@ describe('signals (gateway/main.ts as a child process)', () => {
     expect(fatal.problems).toEqual(
       expect.arrayContaining(['listenr: unknown key', 'routes[0].upstream: must be a URL']),
     );
+    // For a person: the file, then one problem per line.
+    expect(result.stderr).toContain(`invalid gateway config ${dir}/bad.json:\n`);
+    expect(result.stderr).toContain('\n  listenr: unknown key');
+    expect(result.stderr).toContain('\n  routes[0].upstream: must be a URL');
   });
 
   it('with no certificate configured, creates and serves a self-signed localhost ECDSA certificate from the data dir', async () => {

@@ -4,16 +4,12 @@
  */
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
-import { text } from 'node:stream/consumers';
 import { afterEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { pino } from 'pino';
 import { verifyAssertion } from '../../shared/identity-assertion.ts';
-import { parseConfig } from '../../gateway/config.ts';
-import { createMetrics } from '../../gateway/metrics.ts';
-import { compose, type GatewayContext } from '../../gateway/pipeline.ts';
-import { createProxyStage } from '../../gateway/stages/proxy.ts';
-import { createUpstreams } from '../../gateway/upstreams.ts';
+import { parseConfig } from '../../gateway/config/load.ts';
+import { buildGateway } from '../../gateway/build.ts';
 import {
   rawRequest,
   sleep,
@@ -309,47 +305,41 @@ describe('identity seam', () => {
       { kid: 'k1', secret: Buffer.alloc(32, 1) },
       { kid: 'k2', secret: Buffer.alloc(32, 2) },
     ];
-    const { config } = parseConfig({ routes: [{ prefix: '/v1', upstream: upstream.url, auth: 'none' }] });
-    const upstreams = createUpstreams([upstream.url], config.proxy);
-    const proxy = createProxyStage(config.proxy, {
-      upstreams,
-      metrics: createMetrics({ processMetrics: false }),
-      maxBodyBytes: 1024,
-      assertionKeys: keys,
+    const { config } = parseConfig({
+      routes: [{ prefix: '/v1', upstream: upstream.url, auth: 'required' }],
+      requestId: { acceptFromClient: true },
     });
-    const run = compose([
-      async (ctx, next) => {
-        ctx.route = config.routes[0];
-        ctx.principal = { subject: 'u1', customerId: 'cus_1', scopes: ['orders:read'], authMethod: 'jwt' };
-        await next();
+    // The real pipeline, with a stand-in authenticate stage that establishes a principal.
+    const gateway = await buildGateway(
+      config,
+      { log: pino({ level: 'silent' }), assertionKeys: keys },
+      {
+        stages: {
+          authenticate: async (ctx, next) => {
+            ctx.principal = {
+              subject: 'u1',
+              customerId: 'cus_1',
+              scopes: ['orders:read'],
+              authMethod: 'jwt',
+            };
+            await next();
+          },
+        },
       },
-      proxy,
-    ]);
-    const server: Server = createHttpServer((req, res) => {
-      const ctx: GatewayContext = {
-        req,
-        res,
-        path: '/v1/orders',
-        target: req.url ?? '',
-        requestId: 'rid-1',
-        log: pino({ level: 'silent' }),
-        signal: new AbortController().signal,
-        facts: {},
-        clientIp: '127.0.0.1',
-      };
-      void run(ctx).then(async () => {
-        res.writeHead(ctx.response?.status ?? 500);
-        res.end(ctx.response?.body ? await text(ctx.response.body) : undefined);
-      });
-    });
+    );
+    const server: Server = createHttpServer(gateway.handler);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     cleanups.push(async () => {
-      await upstreams.close();
       await new Promise((resolve) => server.close(resolve));
+      await gateway.close();
     });
     const { port } = server.address() as AddressInfo;
     const response = await request(`http://127.0.0.1:${port}/v1/orders?x=1`, {
-      headers: { 'portico-identity': 'v1.k1.forged.sig', authorization: 'Bearer the-client-token' },
+      headers: {
+        'portico-identity': 'v1.k1.forged.sig',
+        authorization: 'Bearer the-client-token',
+        'x-request-id': 'rid-1',
+      },
     });
     await response.body.text();
     // The credential stops at the edge once it has become an assertion.

@@ -6,7 +6,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { pino } from 'pino';
 import type { Sql } from 'postgres';
 import { inject } from 'vitest';
-import { startService } from '../../resource-service/app.ts';
+import { startService } from '../../resource-service/server.ts';
 import { connectDatabase } from '../../resource-service/db/connect.ts';
 import { IDENTITY_HEADER, signAssertion } from '../../shared/identity-assertion.ts';
 import type { AssertionKey } from '../../shared/identity-assertion.ts';

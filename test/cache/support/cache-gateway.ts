@@ -1,33 +1,24 @@
 /**
- * A gateway of the real stages that matter to the cache, on a real socket: a test
- * authenticate stage (principal from `Authorization: Test <customer> [scope,scope]`), the
- * route, the cache stage and the real proxy. startGateway takes no stage list, so this
- * assembles the same pipeline and writes the response the way gateway/server.ts does.
+ * The real gateway, built by gateway/build.ts, on a plain HTTP socket for the cache tests: the
+ * whole pipeline, with a stand-in authenticate stage (principal from
+ * `Authorization: Test <customer> [scope,scope]`), no rate-limit policies, a manual clock,
+ * and one route to the test's origin.
  */
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { pipeline } from 'node:stream/promises';
 import { Writable } from 'node:stream';
+import type { Redis } from 'ioredis';
 import { request as undiciRequest, Agent } from 'undici';
 import { parseAssertionKeys } from '../../../shared/assertion-keys.ts';
 import type { AssertionKey } from '../../../shared/identity-assertion.ts';
-import { HttpProblem, sendProblem } from '../../../shared/errors.ts';
-import { createHttpCache, type HttpCache, type HttpCacheDeps } from '../../../gateway/cache/http-cache.ts';
-import { createCacheStage } from '../../../gateway/stages/cache.ts';
+import { buildGateway } from '../../../gateway/build.ts';
+import type { HttpCache } from '../../../gateway/cache/http-cache.ts';
 import type { CacheConfig } from '../../../gateway/cache/config-schema.ts';
-import { createLogger } from '../../../gateway/logger.ts';
-import { createMetrics } from '../../../gateway/metrics.ts';
-import {
-  ClientGoneError,
-  compose,
-  createContext,
-  type RequestFacts,
-  type Stage,
-} from '../../../gateway/pipeline.ts';
-import { createProxyStage } from '../../../gateway/stages/proxy.ts';
-import { createRouteStage, type RouteDefinition } from '../../../gateway/stages/route.ts';
-import { createUpstreams } from '../../../gateway/upstreams.ts';
+import { parseConfig } from '../../../gateway/config/load.ts';
+import { createLogger } from '../../../gateway/observability/logger.ts';
+import type { RequestFacts, Stage } from '../../../gateway/pipeline/context.ts';
+import type { RouteDefinition } from '../../../gateway/stages/route-schema.ts';
 
 export const PROXY_CONFIG = {
   trustProxy: false,
@@ -71,7 +62,9 @@ export interface CacheGatewayOptions {
   cache?: Partial<CacheConfig>;
   route?: Partial<RouteDefinition>;
   clock?: Clock;
-  redis?: HttpCacheDeps['redis'];
+  /** Shared invalidations: the gateway's Redis connection (it opens its own subscriber). */
+  redis?: Redis;
+  /** Replicas that share invalidations share this; it keeps test files apart on one Redis. */
   channel?: string;
   /** Keys the upstream verifies (the real service's); a fresh key otherwise. */
   assertionKeys?: readonly AssertionKey[];
@@ -84,6 +77,8 @@ export interface CacheGateway {
   facts: RequestFacts[];
   get(path: string, headers?: Record<string, string>): Promise<TestResponse>;
   send(method: string, path: string, headers?: Record<string, string>, body?: string): Promise<TestResponse>;
+  /** Cuts the gateway's invalidation subscriber connection on the Redis server (it reconnects). */
+  dropInvalidationSubscriber(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -114,16 +109,6 @@ export async function startCacheGateway(options: CacheGatewayOptions): Promise<C
     level: 'warn',
     destination: new Writable({ write: (_chunk, _encoding, callback) => callback() }),
   });
-  const cache = createHttpCache(
-    { ...CACHE_DEFAULTS, ...options.cache },
-    {
-      redis: options.redis,
-      channel: options.channel ?? 'unused',
-      log,
-      ...(options.clock === undefined ? {} : { now: options.clock.now }),
-    },
-  );
-  const upstreams = createUpstreams([options.upstream], PROXY_CONFIG);
   const route: RouteDefinition = {
     prefix: '/v1',
     upstream: options.upstream,
@@ -131,47 +116,30 @@ export async function startCacheGateway(options: CacheGatewayOptions): Promise<C
     cache: true,
     ...options.route,
   };
-  const run = compose([
-    testAuthenticate,
-    createRouteStage([route]),
-    createCacheStage(cache),
-    createProxyStage(PROXY_CONFIG, {
-      upstreams,
-      metrics: createMetrics({ processMetrics: false }),
-      maxBodyBytes: 1024 * 1024,
-      assertionKeys: options.assertionKeys ?? keys,
-    }),
-  ]);
-  const facts: RequestFacts[] = [];
-  const server: Server = createServer((req, res) => {
-    const controller = new AbortController();
-    res.once('close', () => {
-      if (!res.writableFinished) controller.abort();
-    });
-    const ctx = createContext(req, res, log, controller.signal, req.socket.remoteAddress ?? 'unknown');
-    ctx.requestId = 'test';
-    facts.push(ctx.facts);
-    void (async () => {
-      try {
-        await run(ctx);
-        if (ctx.response === undefined) throw new Error('no stage produced a response');
-        res.writeHead(ctx.response.status, ctx.response.headers);
-        if (ctx.response.body === null) res.end();
-        else await pipeline(ctx.response.body, res);
-      } catch (error) {
-        if (error instanceof ClientGoneError || res.destroyed) return;
-        if (res.headersSent) {
-          res.destroy();
-          return;
-        }
-        sendProblem(
-          res,
-          error instanceof HttpProblem ? error : new HttpProblem('ERR_INTERNAL', String(error)),
-          ctx.path,
-        );
-      }
-    })();
+  const { config } = parseConfig({
+    routes: [route],
+    proxy: PROXY_CONFIG,
+    cache: { ...CACHE_DEFAULTS, ...options.cache },
+    rateLimits: { policies: [] },
   });
+  // Redis channels are named after the connection's key prefix: the test's channel becomes it.
+  // The name lets a test find the gateway's own subscriber connection on the server.
+  const connectionName = `portico-cache-test-${randomBytes(6).toString('hex')}`;
+  const redis = options.redis?.duplicate({ keyPrefix: `${options.channel ?? 'unused'}:`, connectionName });
+  const facts: RequestFacts[] = [];
+  const authenticate: Stage = async (ctx, next) => {
+    facts.push(ctx.facts);
+    await testAuthenticate(ctx, next);
+  };
+  const gateway = await buildGateway(
+    config,
+    { log, assertionKeys: options.assertionKeys ?? keys, ...(redis === undefined ? {} : { redis }) },
+    {
+      stages: { authenticate },
+      ...(options.clock === undefined ? {} : { now: options.clock.now }),
+    },
+  );
+  const server: Server = createServer(gateway.handler);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const agent = new Agent({ keepAliveTimeout: 1000 });
@@ -190,9 +158,20 @@ export async function startCacheGateway(options: CacheGatewayOptions): Promise<C
   };
   return {
     url,
-    cache,
+    cache: gateway.cache,
     facts,
     get: (path, headers) => send('GET', path, headers),
+    async dropInvalidationSubscriber() {
+      if (redis === undefined) throw new Error('this gateway has no Redis');
+      // The subscriber is the gateway's duplicate of `redis`: same name, in subscribed mode.
+      const clients = String(await redis.client('LIST')).split('\n');
+      const subscriber = clients.find(
+        (line) => line.includes(`name=${connectionName} `) && !line.includes(' sub=0 '),
+      );
+      const id = /(?:^| )id=(\d+)/.exec(subscriber ?? '')?.[1];
+      if (id === undefined) throw new Error('no invalidation subscriber connected');
+      await redis.client('KILL', 'ID', id);
+    },
     send,
     async close() {
       await new Promise<void>((resolve) => {
@@ -200,8 +179,8 @@ export async function startCacheGateway(options: CacheGatewayOptions): Promise<C
         server.closeAllConnections();
       });
       await agent.close();
-      await upstreams.destroy();
-      await cache.close();
+      await gateway.close();
+      redis?.disconnect();
     },
   };
 }

@@ -11,14 +11,14 @@ import type { Redis } from 'ioredis';
 import { Agent, request } from 'undici';
 import { inject } from 'vitest';
 import { loadAssertionKeys } from '../../../shared/assertion-keys.ts';
-import { startService } from '../../../resource-service/app.ts';
-import type { RunningService } from '../../../resource-service/app.ts';
+import { startService } from '../../../resource-service/server.ts';
+import type { RunningService } from '../../../resource-service/server.ts';
 import { connectDatabase } from '../../../resource-service/db/connect.ts';
-import { parseConfig } from '../../../gateway/config.ts';
+import { parseConfig } from '../../../gateway/config/load.ts';
 import { loadOrCreateDevIssuer } from '../../../gateway/identity/dev-issuer.ts';
-import { createLogger } from '../../../gateway/logger.ts';
-import { startGateway } from '../../../gateway/server.ts';
-import type { Gateway } from '../../../gateway/server.ts';
+import { createLogger } from '../../../gateway/observability/logger.ts';
+import { startGateway } from '../../../gateway/start.ts';
+import type { Gateway } from '../../../gateway/start.ts';
 import { createTestCertificate } from '../../support/tls.ts';
 
 export interface Reply {

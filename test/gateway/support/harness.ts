@@ -7,9 +7,10 @@ import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { Agent } from 'undici';
-import { parseConfig } from '../../../gateway/config.ts';
-import { createLogger } from '../../../gateway/logger.ts';
-import { startGateway, type Gateway, type GatewayDeps } from '../../../gateway/server.ts';
+import { parseConfig } from '../../../gateway/config/load.ts';
+import { createLogger } from '../../../gateway/observability/logger.ts';
+import type { BuildOptions } from '../../../gateway/build.ts';
+import { startGateway, type Gateway, type GatewayDeps } from '../../../gateway/start.ts';
 import { createTestCertificate, type TestCertificate } from '../../support/tls.ts';
 
 /** What the upstream saw of one request. */
@@ -100,6 +101,8 @@ export async function startTestGateway(
   config: Record<string, unknown> = {},
   deps: Partial<GatewayDeps> = {},
   ownCertificate?: TestCertificate,
+  /** Stand-in stages by name, and the like (gateway/build.ts). */
+  buildOptions: BuildOptions = {},
 ): Promise<TestGateway> {
   sharedCertificate ??= createTestCertificate();
   const certificate = ownCertificate ?? (await sharedCertificate);
@@ -120,12 +123,16 @@ export async function startTestGateway(
       callback();
     },
   });
-  const gateway = await startGateway(parsed, {
-    log: createLogger({ level: 'debug', destination }),
-    port: 0,
-    adminPort: 0,
-    ...deps,
-  });
+  const gateway = await startGateway(
+    parsed,
+    {
+      log: createLogger({ level: 'debug', destination }),
+      port: 0,
+      adminPort: 0,
+      ...deps,
+    },
+    buildOptions,
+  );
   const port = gateway.addresses.https.port;
   const agent = new Agent({ connect: { ca: certificate.cert, servername: 'localhost' } });
   return {

@@ -1,0 +1,62 @@
+/**
+ * What `/readyz` checks: every upstream origin accepts a connection, the identity provider's
+ * keys are loaded, Redis answers, plus whatever the process adds.
+ */
+import type { Redis } from 'ioredis';
+import type { Authenticator } from '../identity/authenticate.ts';
+import type { Upstreams } from '../upstream/pools.ts';
+import type { ReadinessCheck } from './server.ts';
+
+export function readinessChecks(deps: {
+  upstreams: Upstreams;
+  authenticator?: Authenticator;
+  redis?: Redis;
+  extra?: readonly ReadinessCheck[];
+}): ReadinessCheck[] {
+  const { upstreams, authenticator, redis } = deps;
+  return [
+    ...upstreams.origins.map((origin) => ({
+      name: `upstream ${origin}`,
+      check: (timeoutMs: number) => upstreams.probe(origin, timeoutMs),
+    })),
+    ...(authenticator === undefined
+      ? []
+      : [
+          {
+            name: 'identity provider keys',
+            check: () =>
+              Promise.resolve(
+                authenticator.ready()
+                  ? { ok: true, detail: 'signing keys loaded' }
+                  : { ok: false, detail: 'signing keys not loaded' },
+              ),
+          },
+        ]),
+    ...(redis === undefined ? [] : [redisCheck(redis)]),
+    ...(deps.extra ?? []),
+  ];
+}
+
+/**
+ * Redis answers within the readiness probe's time. A gateway with Redis down still serves
+ * (limits fall back as configured) but reports not ready, so operators see it.
+ */
+function redisCheck(redis: Redis): ReadinessCheck {
+  return {
+    name: 'redis',
+    check: async (timeoutMs) => {
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        await Promise.race([
+          redis.ping(),
+          new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('timeout')), timeoutMs))),
+        ]);
+        return { ok: true, detail: 'PONG' };
+      } catch (error) {
+        return { ok: false, detail: `redis: ${(error as Error).message}` };
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+}

@@ -1,0 +1,191 @@
+/**
+ * Builds one gateway's request handler and the components behind it (upstream pools, rate
+ * limiter, authenticator, cache, audit log, metrics), without listening anywhere: start.ts
+ * puts listeners in front of it, and tests mount the same handler on a socket of their own,
+ * with a stand-in for a stage by name where a real one needs what they lack.
+ *
+ * Every component registers its close on the lifecycle as it is created, so that a start
+ * that fails later closes exactly what was built, and a drain closes it in reverse.
+ */
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { AssertionKey } from '../shared/identity-assertion.ts';
+import { Lifecycle } from '../shared/lifecycle.ts';
+import { readinessChecks } from './admin/readiness-checks.ts';
+import type { ReadinessCheck } from './admin/server.ts';
+import { createAuditLog } from './audit/audit-log.ts';
+import { createHttpCache, type HttpCache } from './cache/http-cache.ts';
+import { registerCacheMetrics } from './cache/metrics.ts';
+import type { GatewayConfig } from './config/load.ts';
+import { createClientIp } from './edge/client-ip.ts';
+import { createAuthenticator, type Authenticator } from './identity/authenticate.ts';
+import { createMetrics, type GatewayMetrics } from './observability/metrics.ts';
+import { createRequestAccounting } from './observability/request-accounting.ts';
+import { compose } from './pipeline/compose.ts';
+import { createRequestHandler, type RequestHandler } from './pipeline/request-handler.ts';
+import { createRateLimiter, type RateLimiter } from './rate-limit/limiter.ts';
+import { createStages, type StageOverrides } from './stages.ts';
+import { createForward } from './upstream/forward.ts';
+import { createUpstreams, type Upstreams } from './upstream/pools.ts';
+
+export interface BuildDeps {
+  log: Logger;
+  assertionKeys?: readonly AssertionKey[];
+  /** Readiness checks of the process (besides upstreams, identity keys and Redis). */
+  readinessChecks?: readonly ReadinessCheck[];
+  /** Process metrics (CPU, memory, event loop) in /metrics; off for in-process tests. */
+  processMetrics?: boolean;
+  /** Development issuer and, without Redis, API-key records. Needed when a route requires auth. */
+  dataDir?: string;
+  /** Shared limits, revocations and invalidations; without it all of these are per process. */
+  redis?: Redis;
+  /** Audit log file, `-` for stdout; no audit log when absent (in-process tests). */
+  auditLogPath?: string;
+  /** Read for the API-key signing keys; process.env by default. */
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface BuildOptions {
+  /** Stages replaced by name (tests: a stand-in authenticate stage, say). */
+  stages?: StageOverrides;
+  /** Milliseconds since the epoch as the cache reads them; tests advance it. */
+  now?: () => number;
+}
+
+export interface BuiltGateway {
+  handler: RequestHandler;
+  metrics: GatewayMetrics;
+  limiter: RateLimiter;
+  cache: HttpCache;
+  upstreams: Upstreams;
+  authenticator?: Authenticator;
+  readinessChecks(): ReadinessCheck[];
+  /** Closes every component, last built first. */
+  close(): Promise<void>;
+}
+
+/** How long in-flight upstream requests may take to finish once a drain reaches the pools. */
+const POOL_CLOSE_GRACE_MS = 2000;
+
+export async function buildGateway(
+  config: GatewayConfig,
+  deps: BuildDeps,
+  options: BuildOptions = {},
+  lifecycle = new Lifecycle(),
+): Promise<BuiltGateway> {
+  const { log } = deps;
+  const metrics = createMetrics({ processMetrics: deps.processMetrics ?? false });
+  const upstreams = createUpstreams(
+    config.routes.map((route) => route.upstream),
+    config.proxy,
+  );
+  lifecycle.defer('upstream pools', () => closePools(upstreams));
+  const limiter = createRateLimiter(config.rateLimits, {
+    redis: deps.redis,
+    onStoreError: (error) =>
+      log.warn({ err: { message: (error as Error).message } }, 'rate-limit store failed'),
+  });
+  metrics.watchRateLimiter(() => limiter.status());
+  const authenticator = needsAuthenticator(config, options)
+    ? createAuthenticator(config.auth, authDeps(deps))
+    : undefined;
+  if (authenticator !== undefined) lifecycle.defer('authenticator', () => authenticator.close());
+  const cache = await buildCache(config, deps, options, lifecycle);
+  registerCacheMetrics(metrics.registry, cache);
+  const audit =
+    deps.auditLogPath === undefined ? undefined : createAuditLog({ path: deps.auditLogPath, logger: log });
+  if (audit !== undefined) lifecycle.defer('audit log', () => audit.close());
+
+  const forward = createForward(config.proxy, {
+    upstreams,
+    metrics,
+    maxBodyBytes: config.listener.limits.maxBodyBytes,
+    ...(deps.assertionKeys === undefined ? {} : { assertionKeys: deps.assertionKeys }),
+  });
+  const stages = createStages(
+    config,
+    { forward, limiter, cache, ...(authenticator === undefined ? {} : { authenticator }) },
+    options.stages,
+  );
+  const handler = createRequestHandler({
+    run: compose(stages),
+    log,
+    clientIpOf: createClientIp(config.proxy.trustProxy),
+    accounting: createRequestAccounting({ metrics, ...(audit === undefined ? {} : { audit }) }),
+  });
+
+  return {
+    handler,
+    metrics,
+    limiter,
+    cache,
+    upstreams,
+    ...(authenticator === undefined ? {} : { authenticator }),
+    readinessChecks: () =>
+      readinessChecks({
+        upstreams,
+        ...(authenticator === undefined ? {} : { authenticator }),
+        ...(deps.redis === undefined ? {} : { redis: deps.redis }),
+        ...(deps.readinessChecks === undefined ? {} : { extra: deps.readinessChecks }),
+      }),
+    close: () => lifecycle.close(),
+  };
+}
+
+/** A stand-in authenticate stage needs no authenticator; routes without auth need none. */
+function needsAuthenticator(config: GatewayConfig, options: BuildOptions): boolean {
+  return (
+    options.stages?.authenticate === undefined && config.routes.some((route) => route.auth === 'required')
+  );
+}
+
+function authDeps(deps: BuildDeps) {
+  if (deps.dataDir === undefined)
+    throw new Error('a route requires authentication: the gateway needs a data dir');
+  return {
+    dataDir: deps.dataDir,
+    logger: deps.log,
+    ...(deps.redis === undefined ? {} : { redis: deps.redis }),
+    ...(deps.env === undefined ? {} : { env: deps.env }),
+  };
+}
+
+async function buildCache(
+  config: GatewayConfig,
+  deps: BuildDeps,
+  options: BuildOptions,
+  lifecycle: Lifecycle,
+): Promise<HttpCache> {
+  const { redis, log } = deps;
+  // A subscriber connection can only listen: invalidations need a second one. ioredis does
+  // not prefix channel names, so the deployment's key prefix goes into the channel itself.
+  const subscriber = redis?.duplicate();
+  if (subscriber !== undefined)
+    lifecycle.defer('cache invalidation subscriber', () => subscriber.disconnect());
+  const cache = createHttpCache(config.cache, {
+    redis: redis === undefined || subscriber === undefined ? undefined : { publisher: redis, subscriber },
+    channel: `${redis?.options.keyPrefix ?? 'portico:'}cache-invalidation`,
+    log,
+    ...(options.now === undefined ? {} : { now: options.now }),
+  });
+  lifecycle.defer('cache', () => cache.close());
+  // Until it hears invalidations the cache neither serves nor stores; give it a moment.
+  if (redis !== undefined && !(await cache.whenReady(2000))) {
+    log.warn('cache invalidation channel not subscribed yet: the cache is bypassed until it is');
+  }
+  return cache;
+}
+
+/**
+ * Lets upstream requests still running finish (background revalidations; the client-facing
+ * ones ended with the listener's drain), then cuts what remains.
+ */
+async function closePools(upstreams: Upstreams): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const closed = await Promise.race([
+    upstreams.close().then(() => true),
+    new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), POOL_CLOSE_GRACE_MS))),
+  ]);
+  clearTimeout(timer);
+  if (!closed) await upstreams.destroy();
+}

@@ -1,0 +1,222 @@
+/**
+ * The gateway's configuration: one schema assembled from the schemas that sit beside each
+ * stage, validated once at start-up. Every bad key is reported with its path; what the file
+ * does not name comes from the defaults in those schemas.
+ */
+import { readFileSync } from 'node:fs';
+import { dirname, isAbsolute, resolve } from 'node:path';
+import { Type, type Static } from '@sinclair/typebox';
+import { Ajv, type ErrorObject } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import { parse as parseYaml } from 'yaml';
+import { AdminConfigSchema } from '../admin/server.ts';
+import { CacheConfigSchema } from '../cache/config-schema.ts';
+import { AuthConfigSchema, checkAuthConfig } from '../identity/config-schema.ts';
+import { RateLimitsSchema, checkRateLimits } from '../rate-limit/config-schema.ts';
+import { ListenerConfigSchema, checkListener } from '../edge/listener.ts';
+import { ProxyConfigSchema } from '../upstream/config-schema.ts';
+import { RequestIdConfigSchema } from '../stages/request-id.ts';
+import { checkRoutes, createRouteSchema } from '../stages/route-schema.ts';
+
+function createConfigSchema(env: NodeJS.ProcessEnv) {
+  return Type.Object(
+    {
+      listener: ListenerConfigSchema,
+      admin: AdminConfigSchema,
+      requestId: RequestIdConfigSchema,
+      routes: createRouteSchema(env),
+      proxy: ProxyConfigSchema,
+      auth: AuthConfigSchema,
+      rateLimits: { ...RateLimitsSchema, default: {} },
+      cache: { ...CacheConfigSchema, default: {} },
+    },
+    { additionalProperties: false },
+  );
+}
+
+export type GatewayConfig = Static<ReturnType<typeof createConfigSchema>>;
+
+/**
+ * A config that failed validation: `problems` lists every bad key as `path: reason`, schema
+ * and cross-field problems together; `source` is the file (or `config` for an object).
+ */
+export class ConfigError extends Error {
+  readonly problems: readonly string[];
+  readonly source: string;
+  constructor(source: string, problems: readonly string[]) {
+    super(`invalid gateway config ${source}:\n  ${problems.join('\n  ')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+    this.source = source;
+  }
+}
+
+export interface LoadedConfig {
+  config: GatewayConfig;
+  /** Legal but worth an operator's attention (for example a route without authentication). */
+  warnings: string[];
+}
+
+const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+
+/**
+ * Validates a parsed config object and fills defaults. `baseDir` anchors relative file
+ * paths (the config file's directory).
+ */
+export function parseConfig(
+  input: unknown,
+  options: { env?: NodeJS.ProcessEnv; baseDir?: string; source?: string } = {},
+): LoadedConfig {
+  const source = options.source ?? 'config';
+  const data = structuredClone(input ?? {});
+  if (typeof data !== 'object' || Array.isArray(data))
+    throw new ConfigError(source, ['(root): must be an object']);
+  const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: false });
+  addFormats(ajv);
+  const validate = ajv.compile<GatewayConfig>(createConfigSchema(options.env ?? process.env));
+  const valid = validate(data);
+  const schemaErrors = validate.errors ?? [];
+  const problems = [
+    ...new Set(schemaErrors.map(formatError)),
+    ...crossFieldProblems(data as GatewayConfig, schemaErrors),
+  ];
+  if (!valid || problems.length > 0) throw new ConfigError(source, problems);
+  const config = data;
+
+  const baseDir = options.baseDir ?? process.cwd();
+  const { tls } = config.listener;
+  if (tls.certFile !== undefined) tls.certFile = resolvePath(baseDir, tls.certFile);
+  if (tls.keyFile !== undefined) tls.keyFile = resolvePath(baseDir, tls.keyFile);
+  const { jwt } = config.auth;
+  if (jwt.jwksFile !== undefined) jwt.jwksFile = resolvePath(baseDir, jwt.jwksFile);
+
+  const warnings = config.routes
+    .filter((route) => route.auth === 'none')
+    .map(
+      (route) => `route ${route.prefix} has auth: none; requests to it are forwarded without authentication`,
+    );
+  return { config: deepFreeze(config), warnings };
+}
+
+/**
+ * The checks the schema cannot express, for every section that passed the schema, so that
+ * one run reports schema and cross-field problems together. A section with schema errors is
+ * skipped: its checks could not make sense of it.
+ */
+function crossFieldProblems(config: GatewayConfig, schemaErrors: readonly ErrorObject[]): string[] {
+  // An unknown top-level key (instance path '') breaks no section.
+  const broken = new Set(
+    schemaErrors
+      .filter((error) => error.instancePath !== '')
+      .map((error) => error.instancePath.split('/')[1]),
+  );
+  const checks: [keyof GatewayConfig, () => string[]][] = [
+    ['listener', () => checkListener(config.listener)],
+    ['routes', () => checkRoutes(config.routes)],
+    // The identity checks speak JSON pointers; operators read `auth.jwt.issuer`.
+    [
+      'auth',
+      () =>
+        checkAuthConfig(config.auth).map((problem) => {
+          const [pointer = '', ...reason] = problem.split(': ');
+          return `${readablePath(pointer)}: ${reason.join(': ')}`;
+        }),
+    ],
+    ['rateLimits', () => checkRateLimits(config.rateLimits)],
+  ];
+  return checks.flatMap(([section, check]) => (broken.has(section) ? [] : check()));
+}
+
+/** Frozen once loaded: nothing may change the running config behind the operator's back. */
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
+}
+
+/** Reads a YAML or JSON file (YAML is a superset of JSON) and validates it. */
+export function loadConfigFile(path: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
+  let parsed: unknown;
+  try {
+    parsed = parseYaml(readFileSync(path, 'utf8'));
+  } catch (error) {
+    throw new ConfigError(path, [`(file): ${(error as Error).message.split('\n')[0]}`]);
+  }
+  return parseConfig(parsed, { env, baseDir: dirname(resolve(path)), source: path });
+}
+
+/** The config from `PORTICO_CONFIG`, or the built-in defaults when it is unset. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): LoadedConfig {
+  const path = env['PORTICO_CONFIG'];
+  return path === undefined || path === '' ? parseConfig({}, { env }) : loadConfigFile(path, env);
+}
+
+function resolvePath(baseDir: string, path: string): string {
+  return isAbsolute(path) ? path : resolve(baseDir, path);
+}
+
+/** `/routes/0/upstream` → `routes[0].upstream`, the way people read config files. */
+function readablePath(pointer: string): string {
+  let path = '';
+  for (const raw of pointer.split('/').slice(1)) {
+    const segment = raw.replaceAll('~1', '/').replaceAll('~0', '~');
+    path += /^\d+$/.test(segment) ? `[${segment}]` : path === '' ? segment : `.${segment}`;
+  }
+  return path;
+}
+
+function formatError(error: ErrorObject): string {
+  const at = readablePath(error.instancePath);
+  const join = (key: string) => (at === '' ? key : `${at}.${key}`);
+  switch (error.keyword) {
+    case 'additionalProperties':
+      return `${join(String(error.params['additionalProperty']))}: unknown key`;
+    case 'required':
+      return `${join(String(error.params['missingProperty']))}: is required`;
+    case 'format':
+      return `${at}: must be a ${error.params['format'] === 'uri' ? 'URL' : String(error.params['format'])}`;
+    case 'enum':
+      return `${at}: must be one of ${(error.params['allowedValues'] as unknown[]).join(', ')}`;
+    default:
+      return `${at || '(root)'}: ${error.message ?? 'is invalid'}`;
+  }
+}
+
+/**
+ * The config reference as a Markdown table (key, type, default, description), generated
+ * from the schemas so that docs/gateway-config.md cannot drift from them (a test compares).
+ */
+export function configReference(env: NodeJS.ProcessEnv = {}): string {
+  const rows: string[] = ['| key | type | default | description |', '|---|---|---|---|'];
+  const cell = (text: string) => text.replaceAll('|', '\\|').replaceAll('\n', ' ');
+  const walk = (schema: SchemaNode, path: string) => {
+    const type = schema.enum
+      ? schema.enum.map((v) => `\`${String(v)}\``).join(' \\| ')
+      : (schema.type ?? 'any');
+    const isObject = schema.type === 'object' && schema.properties !== undefined;
+    const shownDefault =
+      schema.default === undefined || (isObject && JSON.stringify(schema.default) === '{}')
+        ? ''
+        : `\`${JSON.stringify(schema.default)}\``;
+    if (path !== '')
+      rows.push(`| \`${path}\` | ${type} | ${cell(shownDefault)} | ${cell(schema.description ?? '')} |`);
+    for (const [key, child] of Object.entries(schema.properties ?? {}))
+      walk(child, path === '' ? key : `${path}.${key}`);
+    if (schema.type === 'array' && schema.items?.properties !== undefined) {
+      for (const [key, child] of Object.entries(schema.items.properties)) walk(child, `${path}[].${key}`);
+    }
+  };
+  walk(createConfigSchema(env), '');
+  return rows.join('\n');
+}
+
+interface SchemaNode {
+  type?: string;
+  enum?: unknown[];
+  default?: unknown;
+  description?: string;
+  properties?: Record<string, SchemaNode>;
+  items?: SchemaNode;
+}

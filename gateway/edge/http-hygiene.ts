@@ -1,0 +1,116 @@
+/**
+ * Request framing checks the HTTP parser leaves to us, and the hop-by-hop header rules.
+ *
+ * Node's parser (llhttp, strict mode) already refuses Content-Length with Transfer-Encoding,
+ * duplicate Content-Length, obs-fold, bad chunk sizes and control characters; those arrive as
+ * `clientError` and are answered by {@link clientErrorProblem}. What it accepts and we must not
+ * is checked by {@link checkRequestFraming} on `rawHeaders`, where duplicates are still visible.
+ */
+import type { IncomingMessage } from 'node:http';
+import { HttpProblem } from '../../shared/errors.ts';
+
+/** RFC 9110 §7.6.1, plus the de facto ones that proxies must not forward either. */
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'http2-settings',
+]);
+
+/** Fields whose duplicates let two parties disagree about the request. */
+const SINGLETON_FIELDS = ['host', 'content-length', 'transfer-encoding', 'authorization'];
+
+/**
+ * The headers to drop when forwarding a message: the fixed hop-by-hop set, plus every field
+ * the sender named in `Connection` (RFC 9110 §7.6.1).
+ */
+export function hopByHopNames(connectionHeader: string | string[] | undefined): ReadonlySet<string> {
+  if (connectionHeader === undefined) return HOP_BY_HOP;
+  const names = new Set(HOP_BY_HOP);
+  const values = Array.isArray(connectionHeader) ? connectionHeader : [connectionHeader];
+  for (const value of values) {
+    for (const token of value.split(',')) {
+      const name = token.trim().toLowerCase();
+      if (name !== '') names.add(name);
+    }
+  }
+  return names;
+}
+
+/**
+ * Throws a 400 problem for a request whose framing or target the upstream could read
+ * differently than we do. Runs before routing, so nothing of such a request is forwarded.
+ */
+export function checkRequestFraming(req: IncomingMessage): void {
+  const counts = new Map<string, number>();
+  const raw = req.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = (raw[i] ?? '').toLowerCase();
+    counts.set(name, (counts.get(name) ?? 0) + 1);
+  }
+  const hosts = counts.get('host') ?? 0;
+  if (hosts !== 1) {
+    // RFC 9112 §3.2: exactly one Host; Node accepts zero or several.
+    throw invalidHeader('host', hosts === 0 ? 'Host header is required' : 'Host header must appear once');
+  }
+  for (const name of SINGLETON_FIELDS) {
+    if ((counts.get(name) ?? 0) > 1) throw invalidHeader(name, `${name} must appear at most once`);
+  }
+  const transferEncoding = req.headers['transfer-encoding'];
+  if (transferEncoding !== undefined && transferEncoding.trim().toLowerCase() !== 'chunked') {
+    // Any coding but plain chunked would have to be decoded here to find the body's end.
+    throw invalidHeader('transfer-encoding', 'only "chunked" transfer coding is accepted');
+  }
+  const url = req.url ?? '';
+  if (!url.startsWith('/')) {
+    // Absolute-form and authority-form are for forward proxies; `*` has nothing to route.
+    throw new HttpProblem('ERR_BAD_REQUEST', 'request target must be an absolute path');
+  }
+  const path = url.split('?', 1)[0] ?? '';
+  if (hasDotSegmentOrBackslash(path)) {
+    // `/v1/../admin` must not match the `/v1` route and then be normalised by the upstream.
+    throw new HttpProblem('ERR_BAD_REQUEST', 'path must not contain dot segments or backslashes');
+  }
+}
+
+function hasDotSegmentOrBackslash(path: string): boolean {
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(path);
+  } catch {
+    return true;
+  }
+  if (decoded.includes('\\')) return true;
+  return decoded.split('/').some((segment) => segment === '.' || segment === '..');
+}
+
+function invalidHeader(header: string, detail: string): HttpProblem {
+  return new HttpProblem('ERR_INVALID_HEADER', detail, { extensions: { errors: [{ header, detail }] } });
+}
+
+/**
+ * The answer to a `clientError`: a request the parser refused, or a client too slow to send
+ * one. `undefined` means the connection is beyond answering (reset, or TLS never finished).
+ */
+export function clientErrorProblem(error: NodeJS.ErrnoException): HttpProblem | undefined {
+  switch (error.code) {
+    case 'HPE_HEADER_OVERFLOW':
+      return new HttpProblem('ERR_HEADERS_TOO_LARGE', 'request line and headers exceed the size limit');
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return new HttpProblem('ERR_REQUEST_TIMEOUT', 'request was not received within the time limit');
+    case 'ECONNRESET':
+    case 'EPIPE':
+      return undefined;
+    default:
+      if (error.code?.startsWith('HPE_') === true) {
+        return new HttpProblem('ERR_BAD_REQUEST', `malformed HTTP request (${error.code})`);
+      }
+      return undefined;
+  }
+}

@@ -1,0 +1,265 @@
+/**
+ * The HTTPS listener: TLS, header and time limits, and the answers to requests the HTTP
+ * parser refuses. Also the optional plain-HTTP listener, which only redirects.
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
+import type { Duplex } from 'node:stream';
+import { Type, type Static } from '@sinclair/typebox';
+import type { Logger } from 'pino';
+import { HttpProblem, PROBLEM_CONTENT_TYPE, errorTable } from '../../shared/errors.ts';
+import { clientErrorProblem } from './http-hygiene.ts';
+import type { GatewayMetrics } from '../observability/metrics.ts';
+import { TLS_OPTIONS, type CertificatePair } from './tls.ts';
+
+export const ListenerConfigSchema = Type.Object(
+  {
+    host: Type.Optional(
+      Type.String({ description: 'Address to bind; unset binds every interface (IPv6 and IPv4).' }),
+    ),
+    tls: Type.Object(
+      {
+        certFile: Type.Optional(
+          Type.String({
+            minLength: 1,
+            description:
+              'PEM certificate chain, relative to the config file. ECDSA P-256 preferred. Unset: the ' +
+              'self-signed localhost certificate of the data dir (development).',
+          }),
+        ),
+        keyFile: Type.Optional(
+          Type.String({ minLength: 1, description: 'PEM private key of certFile; set both or neither.' }),
+        ),
+      },
+      { additionalProperties: false, default: {}, description: 'Reloaded from the files on SIGHUP.' },
+    ),
+    hsts: Type.Object(
+      {
+        enabled: Type.Boolean({ default: true, description: 'Send Strict-Transport-Security.' }),
+        maxAgeSeconds: Type.Integer({ minimum: 0, default: 31536000, description: 'HSTS max-age.' }),
+        includeSubDomains: Type.Boolean({ default: true, description: 'HSTS includeSubDomains.' }),
+        preload: Type.Boolean({
+          default: false,
+          description: 'HSTS preload (only once the domain is ready).',
+        }),
+      },
+      {
+        additionalProperties: false,
+        default: {},
+        description: 'Strict-Transport-Security on every HTTPS answer.',
+      },
+    ),
+    httpRedirect: Type.Object(
+      {
+        enabled: Type.Boolean({
+          default: false,
+          description: 'Open a plain-HTTP listener that only redirects.',
+        }),
+        port: Type.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'Its port.' }),
+        httpsPort: Type.Optional(
+          Type.Integer({
+            minimum: 1,
+            maximum: 65535,
+            description: 'Port the redirect points to; unset: the HTTPS listener port.',
+          }),
+        ),
+      },
+      {
+        additionalProperties: false,
+        default: {},
+        description: 'Plain HTTP answering 308 to HTTPS, nothing else.',
+      },
+    ),
+    limits: Type.Object(
+      {
+        maxHeaderBytes: Type.Integer({
+          minimum: 1024,
+          default: 16384,
+          description: 'Request line plus headers; beyond it the answer is 431.',
+        }),
+        maxBodyBytes: Type.Integer({
+          minimum: 0,
+          default: 1048576,
+          description: 'Request body, counted as it streams; beyond it the answer is 413.',
+        }),
+        headersTimeoutMs: Type.Integer({
+          minimum: 100,
+          default: 10000,
+          description: 'Time to receive the request headers; beyond it the answer is 408.',
+        }),
+        requestTimeoutMs: Type.Integer({
+          minimum: 100,
+          default: 30000,
+          description: 'Time to receive the whole request, body included; beyond it the answer is 408.',
+        }),
+        keepAliveTimeoutMs: Type.Integer({
+          minimum: 0,
+          default: 5000,
+          description: 'Idle time before a keep-alive client connection is closed.',
+        }),
+        maxRequestsPerConnection: Type.Integer({
+          minimum: 0,
+          default: 1000,
+          description: 'Requests served on one connection before it is closed (0: no bound).',
+        }),
+        maxConnections: Type.Integer({
+          minimum: 1,
+          default: 10000,
+          description: 'Open client connections; connections beyond it are closed at once.',
+        }),
+      },
+      { additionalProperties: false, default: {}, description: 'Sizes and times, each with its answer.' },
+    ),
+    shutdownTimeoutMs: Type.Integer({
+      minimum: 0,
+      default: 25000,
+      description: 'On SIGTERM, time given to in-flight requests before connections are cut.',
+    }),
+  },
+  { additionalProperties: false, default: {}, description: 'The HTTPS listener every client talks to.' },
+);
+export type ListenerConfig = Static<typeof ListenerConfigSchema>;
+
+export function checkListener(config: ListenerConfig): string[] {
+  const { certFile, keyFile } = config.tls;
+  return (certFile === undefined) === (keyFile === undefined)
+    ? []
+    : ['listener.tls: set certFile and keyFile together, or neither'];
+}
+
+export function hstsValue(config: ListenerConfig['hsts']): string | undefined {
+  if (!config.enabled) return undefined;
+  return [
+    `max-age=${config.maxAgeSeconds}`,
+    ...(config.includeSubDomains ? ['includeSubDomains'] : []),
+    ...(config.preload ? ['preload'] : []),
+  ].join('; ');
+}
+
+export interface ListenerDeps {
+  certificate: CertificatePair;
+  log: Logger;
+  metrics: GatewayMetrics;
+  onRequest: (req: IncomingMessage, res: ServerResponse) => void;
+}
+
+export function createHttpsListener(config: ListenerConfig, deps: ListenerDeps): HttpsServer {
+  const { limits } = config;
+  // Counted here rather than with Node's maxRequestsPerSocket, which answers pipelined
+  // requests past the bound with a bare 503. The last allowed response announces the close;
+  // requests pipelined behind it go unanswered, which tells the client to resend them.
+  const served = new WeakMap<Duplex, number>();
+  // The response in progress per connection: a parser error can only be answered before it.
+  const pending = new WeakMap<Duplex, ServerResponse>();
+  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
+    const count = (served.get(req.socket) ?? 0) + 1;
+    served.set(req.socket, count);
+    const max = limits.maxRequestsPerConnection;
+    // Pipelined past the bound: its answer could never be sent, so it must not be forwarded.
+    if (max > 0 && count > max) return;
+    if (max > 0 && count === max) res.setHeader('Connection', 'close');
+    pending.set(req.socket, res);
+    res.once('close', () => {
+      if (pending.get(req.socket) === res) pending.delete(req.socket);
+    });
+    deps.onRequest(req, res);
+  };
+  const server = createHttpsServer(
+    {
+      ...TLS_OPTIONS,
+      ...deps.certificate,
+      maxHeaderSize: limits.maxHeaderBytes,
+      // We answer a missing Host ourselves, as a problem like every other refusal.
+      requireHostHeader: false,
+      // The timeouts are only as precise as this sweep.
+      connectionsCheckingInterval: Math.min(1000, Math.ceil(limits.headersTimeoutMs / 4)),
+      handshakeTimeout: limits.headersTimeoutMs,
+      noDelay: true,
+    },
+    onRequest,
+  );
+  server.headersTimeout = limits.headersTimeoutMs;
+  server.requestTimeout = limits.requestTimeoutMs;
+  server.keepAliveTimeout = limits.keepAliveTimeoutMs;
+  server.maxConnections = limits.maxConnections;
+
+  // Never invite a body we will refuse: without `100 Continue` the client sends nothing and
+  // the proxy stage answers 413 from the declared length alone.
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    if (!(Number(req.headers['content-length']) > limits.maxBodyBytes)) res.writeContinue();
+    onRequest(req, res);
+  });
+
+  const hsts = hstsValue(config.hsts);
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
+    const problem = clientErrorProblem(error);
+    const inProgress = pending.get(socket);
+    if (problem !== undefined && socket.writable && inProgress?.headersSent !== true) {
+      const requestId = randomUUID();
+      socket.end(rawProblem(problem, requestId, hsts));
+      deps.metrics.observeRequest('none', 'OTHER', problem.status, 0);
+      deps.log.info(
+        { requestId, status: problem.status, code: problem.code, reason: error.code },
+        'request refused',
+      );
+      // A client that never reads must not keep the socket.
+      setTimeout(() => socket.destroy(), 1000).unref();
+    } else {
+      socket.destroy();
+    }
+  });
+  server.on('tlsClientError', (error: NodeJS.ErrnoException) => {
+    deps.log.debug({ code: error.code }, 'TLS handshake failed');
+  });
+  server.on('dropMaxConnection', () => {
+    deps.log.warn({ maxConnections: limits.maxConnections }, 'connection refused: maxConnections reached');
+  });
+  return server;
+}
+
+/** A whole problem response as bytes, for a socket that has no ServerResponse. */
+function rawProblem(problem: HttpProblem, requestId: string, hsts: string | undefined): string {
+  const body = JSON.stringify(problem.toDocument());
+  const title = errorTable[problem.code].title;
+  return [
+    `HTTP/1.1 ${problem.status} ${title}`,
+    `Content-Type: ${PROBLEM_CONTENT_TYPE}`,
+    'Cache-Control: no-store',
+    `X-Request-Id: ${requestId}`,
+    ...(hsts === undefined ? [] : [`Strict-Transport-Security: ${hsts}`]),
+    'Connection: close',
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    '',
+    body,
+  ].join('\r\n');
+}
+
+const HOSTNAME = /^(?:[A-Za-z0-9-]{1,63}\.)*[A-Za-z0-9-]{1,63}$|^\[[0-9A-Fa-f:.]+\]$/;
+
+/** Plain HTTP that answers every request with a 308 to the same target over HTTPS. */
+export function createRedirectListener(httpsPort: () => number, log: Logger): HttpServer {
+  const server = createHttpServer({ requireHostHeader: false }, (req, res) => {
+    const host = (req.headers.host ?? '').replace(/:\d+$/, '');
+    const target = req.url ?? '/';
+    if (!HOSTNAME.test(host) || !target.startsWith('/')) {
+      const problem = new HttpProblem('ERR_BAD_REQUEST', 'a valid Host and path are needed to redirect');
+      res.setHeader('Connection', 'close');
+      res.setHeader('Content-Type', PROBLEM_CONTENT_TYPE);
+      res.setHeader('Cache-Control', 'no-store');
+      res.writeHead(problem.status).end(JSON.stringify(problem.toDocument(target.split('?')[0])));
+      return;
+    }
+    const port = httpsPort();
+    res.setHeader('Location', `https://${host}${port === 443 ? '' : `:${port}`}${target}`);
+    res.setHeader('Cache-Control', 'no-store');
+    res.setHeader('Connection', 'close');
+    res.writeHead(308).end();
+  });
+  server.on('clientError', (_error, socket) => socket.destroy());
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 10_000;
+  server.on('listening', () => log.info({ address: server.address() }, 'HTTP redirect listener open'));
+  return server;
+}

@@ -1,0 +1,53 @@
+/**
+ * Runs the stages in order, and keeps the stage contract (context.ts): a refusal thrown by a
+ * stage becomes `ctx.response` right there, so that the response side of every earlier stage
+ * runs for it, as it does for an upstream answer. An error that is not a refusal is a bug: it
+ * is logged and answered 500, the same way. Only a client that went away ends the chain
+ * early (there is nobody left to answer).
+ */
+import { HttpProblem } from '../../shared/errors.ts';
+import { ClientGoneError, type GatewayContext, type Stage } from './context.ts';
+import { problemResponse } from './problem-response.ts';
+
+/** A stage and the name by which a gateway's builder may replace it (tests do). */
+export interface NamedStage {
+  readonly name: string;
+  readonly stage: Stage;
+}
+
+export function compose(stages: readonly NamedStage[]): (ctx: GatewayContext) => Promise<void> {
+  return function run(ctx) {
+    const dispatch = (index: number): Promise<void> => {
+      const named = stages[index];
+      if (named === undefined) return Promise.resolve();
+      let called = false;
+      const next = () => {
+        if (called) return Promise.reject(new Error(`stage ${named.name} called next() twice`));
+        called = true;
+        return dispatch(index + 1);
+      };
+      return named.stage(ctx, next).catch((error: unknown) => answerWithProblem(ctx, named.name, error));
+    };
+    return dispatch(0);
+  };
+}
+
+function answerWithProblem(ctx: GatewayContext, stage: string, error: unknown): void {
+  if (error instanceof ClientGoneError) throw error;
+  let problem: HttpProblem;
+  if (error instanceof HttpProblem) problem = error;
+  else {
+    ctx.log.error({ err: error, stage }, 'unexpected error');
+    problem = new HttpProblem('ERR_INTERNAL', 'the gateway failed to handle this request');
+  }
+  // A stage may refuse on the way back, after the upstream answered: that answer is dropped.
+  discardBody(ctx);
+  ctx.response = problemResponse(problem, ctx.path);
+}
+
+function discardBody(ctx: GatewayContext): void {
+  const body = ctx.response?.bufferedBody === undefined ? ctx.response?.body : null;
+  if (body === undefined || body === null) return;
+  body.on('error', () => {});
+  body.destroy();
+}

@@ -1,0 +1,133 @@
+/**
+ * The stage contract. A request passes the stages in order; each stage may act, then call
+ * `next()` to hand on, and act again on the way back (the response side runs in reverse).
+ *
+ * - A stage answers by setting `ctx.response`, or refuses by throwing an HttpProblem: the
+ *   composer (compose.ts) turns the refusal into `ctx.response`, so every earlier stage's
+ *   response side runs for refusals as for upstream answers. `next()` resolves with
+ *   `ctx.response` set, whatever happened after it; it rejects only when the client is gone.
+ * - Response headers are set in one place: `ctx.response.headers`.
+ * - What goes upstream is edited in one place: `ctx.upstreamHeaders` (upstream-headers.ts).
+ * - Facts for the audit record go to `ctx.facts`.
+ * The terminal stage (the proxy) sets `ctx.response`; the handler writes it once the whole
+ * chain has unwound, so response-side stages can still change status, headers or body.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
+import type { Logger } from 'pino';
+import type { HttpProblem } from '../../shared/errors.ts';
+import type { Principal } from '../../shared/principal.ts';
+import type { RouteDefinition } from '../stages/route-schema.ts';
+import { UpstreamHeaders } from './upstream-headers.ts';
+
+/** The response a stage produced, not yet written to the client. */
+export interface GatewayResponse {
+  status: number;
+  headers: Record<string, string | string[]>;
+  /** Streamed to the client as it arrives; `null` for no body. */
+  body: Readable | null;
+  /**
+   * The whole body, when it is already in memory (a stored response): the listener sends it
+   * with one `res.end(buffer)` instead of piping `body`, which costs a stream and a pipe per
+   * request. `body` still yields the same bytes for any stage that reads it.
+   */
+  bufferedBody?: Buffer;
+  /**
+   * Set when the gateway answered with a problem of its own (a refusal, or the proxy's 502 or
+   * 504) rather than relaying the upstream's answer.
+   */
+  problem?: HttpProblem;
+}
+
+/**
+ * A response whose body is in memory. `body` is made on first read only (the listener never
+ * reads it), and assigning `body` drops `bufferedBody`, so the two can never disagree.
+ */
+export function bufferedResponse(
+  status: number,
+  headers: Record<string, string | string[]>,
+  buffer: Buffer,
+): GatewayResponse {
+  let stream: Readable | null | undefined;
+  return {
+    status,
+    headers,
+    bufferedBody: buffer,
+    get body(): Readable | null {
+      stream ??= Readable.from(buffer, { objectMode: false });
+      return stream;
+    },
+    set body(value: Readable | null) {
+      stream = value;
+      this.bufferedBody = undefined;
+    },
+  };
+}
+
+/** What stages decided about a request, for the audit record. */
+export interface RequestFacts {
+  auth?: { outcome: 'ok' | 'refused' | 'unavailable' | 'none'; reason?: string };
+  /** `allowed`, `limited`, or `unavailable`, with the store that counted (redis, memory). */
+  rateLimit?: string;
+  /** The cache stage's outcome, e.g. `hit`, `miss`, `stale`. */
+  cache?: string;
+}
+
+/** What the stages know about one request. */
+export interface GatewayContext {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  /** Path without the query, as received; the problem `instance`. */
+  readonly path: string;
+  /** Path and query, as received, forwarded unchanged. */
+  readonly target: string;
+  requestId: string;
+  log: Logger;
+  route?: RouteDefinition;
+  /** The request headers the proxy sends upstream, as stages edited them. */
+  readonly upstreamHeaders: UpstreamHeaders;
+  /** Set by the authenticate stage (identity issue); the proxy asserts it upstream. */
+  principal?: Principal;
+  response?: GatewayResponse;
+  readonly facts: RequestFacts;
+  /** The client's address as limits and the audit log count it (client-ip.ts), found once. */
+  readonly clientIp: string;
+  /** Aborted when the client goes away: stages stop upstream work with it. */
+  readonly signal: AbortSignal;
+}
+
+/** A fresh context for a request that just arrived. */
+export function createContext(
+  req: IncomingMessage,
+  res: ServerResponse,
+  log: Logger,
+  signal: AbortSignal,
+  clientIp: string,
+): GatewayContext {
+  const target = req.url ?? '/';
+  return {
+    req,
+    res,
+    target,
+    path: target.split('?', 1)[0] ?? '/',
+    requestId: '',
+    log,
+    signal,
+    facts: {},
+    clientIp,
+    upstreamHeaders: new UpstreamHeaders(req.rawHeaders),
+  };
+}
+
+export type Next = () => Promise<void>;
+
+/** Thrown by a stage when the client went away: there is nobody left to answer. */
+export class ClientGoneError extends Error {
+  constructor() {
+    super('client closed the connection');
+    this.name = 'ClientGoneError';
+  }
+}
+
+/** One step of the pipeline, built once by its factory from validated config. */
+export type Stage = (ctx: GatewayContext, next: Next) => Promise<void>;

@@ -1,0 +1,61 @@
+/**
+ * The request handler every listener calls: a context per request, the composed stages, then
+ * the response written, and the request accounted for once its response closed. Refusals are
+ * responses by now (compose.ts); what can still fail here is writing, and a bug.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import { HttpProblem, sendProblem } from '../../shared/errors.ts';
+import { writeResponse } from '../edge/respond.ts';
+import type { RequestAccounting } from '../observability/request-accounting.ts';
+import { ClientGoneError, createContext, type GatewayContext } from './context.ts';
+
+export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
+
+export interface RequestHandlerDeps {
+  run: (ctx: GatewayContext) => Promise<void>;
+  log: Logger;
+  clientIpOf: (req: IncomingMessage) => string;
+  accounting: RequestAccounting;
+}
+
+export function createRequestHandler(deps: RequestHandlerDeps): RequestHandler {
+  const { run, log, clientIpOf, accounting } = deps;
+
+  async function handle(ctx: GatewayContext): Promise<void> {
+    const { res } = ctx;
+    try {
+      await run(ctx);
+      if (ctx.response === undefined) throw new Error('no stage produced a response');
+      await writeResponse(res, ctx.response);
+    } catch (error) {
+      if (error instanceof ClientGoneError || res.destroyed) return;
+      if (res.headersSent) {
+        // Mid-body: the client must see a failure, never a truncated success.
+        ctx.log.warn(
+          { err: { name: (error as Error).name, code: (error as NodeJS.ErrnoException).code } },
+          'response cut',
+        );
+        res.destroy();
+        return;
+      }
+      ctx.log.error({ err: error }, 'unexpected error');
+      sendProblem(
+        res,
+        new HttpProblem('ERR_INTERNAL', 'the gateway failed to handle this request'),
+        ctx.path,
+      );
+    }
+  }
+
+  return function onRequest(req, res) {
+    const timing = { startedNs: process.hrtime.bigint(), startedAt: Date.now() };
+    const controller = new AbortController();
+    const ctx = createContext(req, res, log, controller.signal, clientIpOf(req));
+    res.once('close', () => {
+      if (!res.writableFinished) controller.abort();
+      accounting.finished(ctx, res, timing);
+    });
+    void handle(ctx);
+  };
+}

@@ -1,0 +1,73 @@
+/**
+ * The `routes` config: each route maps a path prefix to its upstream, with its auth and cache
+ * settings. Apart from the stage (route.ts) so that the request context can name a route's
+ * type without importing the stage that matches it.
+ */
+import { Type, type Static } from '@sinclair/typebox';
+
+export const RouteSchema = Type.Object(
+  {
+    prefix: Type.String({
+      pattern: '^(/[A-Za-z0-9._~-]+)+$',
+      description: 'Path prefix, whole segments, no trailing slash, as `/v1`.',
+    }),
+    upstream: Type.String({
+      format: 'uri',
+      description: 'Origin the route forwards to, as `http://127.0.0.1:8081`; paths are forwarded unchanged.',
+    }),
+    auth: Type.Unsafe<'required' | 'none'>({
+      type: 'string',
+      enum: ['required', 'none'],
+      default: 'required',
+      description:
+        'Whether the authenticate stage must establish a caller. `none` only when written, and warned about at start.',
+    }),
+    cache: Type.Boolean({ default: false, description: 'Whether the cache stage may serve this route.' }),
+  },
+  { additionalProperties: false },
+);
+export type RouteDefinition = Static<typeof RouteSchema>;
+
+/**
+ * The default routes: `/v1` to the resource service on this host, and its OpenAPI document,
+ * which is public so that clients can read the API before they hold a credential.
+ */
+export function defaultRoutes(env: NodeJS.ProcessEnv): RouteDefinition[] {
+  const upstream = `http://127.0.0.1:${env['SERVICE_PORT'] || '8081'}`;
+  return [
+    { prefix: '/v1', upstream, auth: 'required', cache: true },
+    { prefix: '/v1/openapi.json', upstream, auth: 'none', cache: true },
+  ];
+}
+
+export function createRouteSchema(env: NodeJS.ProcessEnv) {
+  return Type.Array(RouteSchema, {
+    minItems: 1,
+    default: defaultRoutes(env),
+    description:
+      'Path prefix → upstream, longest prefix first. A `routes` list replaces the default routes entirely (`/v1` and `/v1/openapi.json` to the resource service): list them too to keep them.',
+  });
+}
+
+/** Semantic checks the schema cannot express; each message is `path: problem`. */
+export function checkRoutes(routes: readonly RouteDefinition[]): string[] {
+  const problems: string[] = [];
+  const seen = new Set<string>();
+  routes.forEach((route, index) => {
+    if (seen.has(route.prefix)) problems.push(`routes[${index}].prefix: duplicate prefix ${route.prefix}`);
+    seen.add(route.prefix);
+    let url: URL;
+    try {
+      url = new URL(route.upstream);
+    } catch {
+      problems.push(`routes[${index}].upstream: must be a URL`);
+      return;
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+      problems.push(`routes[${index}].upstream: must be an http: or https: URL`);
+    } else if (url.pathname !== '/' || url.search !== '' || url.hash !== '' || url.username !== '') {
+      problems.push(`routes[${index}].upstream: must be an origin only (scheme, host, port)`);
+    }
+  });
+  return problems;
+}

@@ -1,0 +1,153 @@
+/**
+ * Forwards one request to its route's upstream over a pooled keep-alive connection and
+ * returns the upstream's answer, both bodies streamed, never buffered. Used by the proxy
+ * stage, and by the cache stage for a revalidation in the background (a side call: the
+ * client's answer has gone already).
+ *
+ * An answer that cannot be relayed is thrown as a 502 or 504 problem while nothing has been
+ * committed to the client: nothing is returned before the first body byte (or the end).
+ */
+import type { Readable } from 'node:stream';
+import { HttpProblem } from '../../shared/errors.ts';
+import { IDENTITY_HEADER, signAssertion, type AssertionKey } from '../../shared/identity-assertion.ts';
+import { readLimitedBody, tooLarge } from '../edge/request-body.ts';
+import type { GatewayMetrics } from '../observability/metrics.ts';
+import { ClientGoneError, type GatewayContext, type GatewayResponse } from '../pipeline/context.ts';
+import type { ProxyConfig } from './config-schema.ts';
+import { forwardedHeaders, relayedHeaders } from './forwarded-headers.ts';
+import type { Upstreams } from './pools.ts';
+import { errorKind, upstreamProblem, UpstreamFailure } from './upstream-errors.ts';
+
+export interface ForwardDeps {
+  upstreams: Upstreams;
+  metrics: GatewayMetrics;
+  /** Request body limit, from the listener's limits. */
+  maxBodyBytes: number;
+  /** Ring of assertion keys; the first signs. Needed once an authenticate stage sets principals. */
+  assertionKeys?: readonly AssertionKey[];
+}
+
+export type Forward = (ctx: GatewayContext) => Promise<GatewayResponse>;
+
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE']);
+const RETRIABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET']);
+
+export function createForward(config: ProxyConfig, deps: ForwardDeps): Forward {
+  if (deps.assertionKeys !== undefined && deps.assertionKeys.length === 0) {
+    throw new Error('proxy: assertionKeys is empty; pass at least one key or none');
+  }
+  const signingKey = deps.assertionKeys?.[0];
+
+  return async function forward(ctx) {
+    const route = ctx.route;
+    if (route === undefined) throw new Error('forwarding needs the route stage before it');
+    const pool = deps.upstreams.pool(route.upstream);
+    const method = ctx.req.method ?? 'GET';
+
+    const declared = ctx.req.headers['content-length'];
+    if (declared !== undefined && Number(declared) > deps.maxBodyBytes) throw tooLarge(deps.maxBodyBytes);
+    const hasBody =
+      (declared !== undefined && declared !== '0') || ctx.req.headers['transfer-encoding'] !== undefined;
+
+    if (ctx.principal !== undefined) {
+      // The gateway verified the credential and asserts the principal instead, so the token or
+      // API key goes no further than the edge (as Envoy's jwt_authn does by default): an
+      // upstream log or a compromised service never sees a usable credential.
+      ctx.upstreamHeaders.delete('authorization');
+    }
+    const headers = forwardedHeaders(ctx, config.trustProxy);
+    if (ctx.principal !== undefined) {
+      if (signingKey === undefined)
+        throw new Error('proxy: a principal is set but no assertion key was given');
+      headers.push(
+        IDENTITY_HEADER,
+        signAssertion(signingKey, ctx.principal, { method, target: ctx.target, requestId: ctx.requestId }),
+      );
+    }
+
+    const body = hasBody ? await readLimitedBody(ctx.req, deps.maxBodyBytes) : null;
+    // Whatever of the body the upstream did not take is read and dropped once the answer is
+    // out, so the keep-alive that answer promised holds.
+    if (body !== null) ctx.res.once('finish', () => body.discardRest());
+    const retries = !hasBody && IDEMPOTENT.has(method) ? config.retries : 0;
+
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const upstream = await pool.request({
+          path: ctx.target,
+          method,
+          headers,
+          body: body?.stream ?? null,
+          signal: ctx.signal,
+        });
+        // From here on the body may fail at any moment, also while no stage reads it: without
+        // a listener its 'error' would be an uncaught exception that ends the process.
+        upstream.body.on('error', ignore);
+        if (upstream.statusCode < 200 || upstream.statusCode > 599) {
+          upstream.body.destroy();
+          throw new UpstreamFailure('malformed', new Error(`status ${upstream.statusCode}`));
+        }
+        // A HEAD response has no body to relay; draining the empty stream frees the connection.
+        if (method === 'HEAD') upstream.body.resume();
+        else await firstBytes(upstream.body);
+        return {
+          status: upstream.statusCode,
+          headers: relayedHeaders(upstream.headers),
+          body: method === 'HEAD' ? null : upstream.body,
+        };
+      } catch (caught) {
+        if (caught instanceof HttpProblem) throw caught;
+        const failure = body?.failure();
+        if (failure !== undefined) throw failure;
+        if (ctx.signal.aborted) throw new ClientGoneError();
+        const error = caught instanceof UpstreamFailure ? caught.cause : caught;
+        const code = (error as NodeJS.ErrnoException).code ?? '';
+        if (attempt < retries && RETRIABLE_CODES.has(code)) {
+          ctx.log.warn({ err: describe(error), attempt: attempt + 1 }, 'retrying idempotent request');
+          continue;
+        }
+        const kind = caught instanceof UpstreamFailure ? caught.kind : errorKind(error);
+        const origin = new URL(route.upstream).origin;
+        deps.metrics.upstreamError(origin, kind);
+        ctx.log.warn({ err: describe(error), upstream: origin, kind }, 'upstream failed');
+        throw upstreamProblem(kind);
+      }
+    }
+  };
+}
+
+function ignore(): void {}
+
+/**
+ * Waits until the body has a first chunk buffered, or ended, without taking anything out of
+ * it; rejects with the body's error when it fails first.
+ */
+function firstBytes(body: Readable): Promise<void> {
+  if (body.readableLength > 0 || body.readableEnded) return Promise.resolve();
+  if (body.errored !== null) return Promise.reject(body.errored);
+  return new Promise((resolve, reject) => {
+    const settle = (error?: Error) => {
+      body.off('readable', onReadable);
+      body.off('end', onEnd);
+      body.off('error', settle);
+      body.off('close', onClose);
+      if (error === undefined) resolve();
+      else reject(error);
+    };
+    // 'readable' fires for data and for the end alike; `read(0)` fills the buffer without
+    // consuming, so the stream still yields every byte to whoever reads it next.
+    const onReadable = () => settle();
+    const onEnd = () => settle();
+    const onClose = () => settle(body.errored ?? new Error('upstream body closed before its first byte'));
+    body.on('readable', onReadable);
+    body.once('end', onEnd);
+    body.once('error', settle);
+    body.once('close', onClose);
+  });
+}
+
+/** Error facts for logs: no headers, bodies or URLs with credentials. */
+function describe(error: unknown): { name?: string; code?: string; message?: string } {
+  const { name, code, message } = error as { name?: string; code?: string; message?: string };
+  return { name, code, message };
+}

@@ -1,0 +1,64 @@
+/**
+ * The headers of the forwarded request and of the relayed response: hop-by-hop fields
+ * removed both ways, forwarding facts stated by this gateway, never taken from the client
+ * unless a trusted load balancer sent them.
+ */
+import { IDENTITY_HEADER } from '../../shared/identity-assertion.ts';
+import { peerAddress } from '../edge/client-ip.ts';
+import { hopByHopNames } from '../edge/http-hygiene.ts';
+import type { GatewayContext } from '../pipeline/context.ts';
+import { REQUEST_ID_HEADER } from '../stages/request-id.ts';
+
+/** Never forwarded from the client: identity and forwarding facts are ours to state. */
+const CLIENT_FORWARDING = new Set(['forwarded', 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host']);
+/** Not forwarded: `host` is the upstream's, `expect` was answered here (100-continue). */
+const NOT_FORWARDED = new Set(['host', 'expect', IDENTITY_HEADER, REQUEST_ID_HEADER, 'x-real-ip']);
+
+/** The request's headers for the upstream, as a flat name, value, ... list. */
+export function forwardedHeaders(ctx: GatewayContext, trustProxy: boolean): string[] {
+  const { req } = ctx;
+  const drop = hopByHopNames(req.headers.connection);
+  const out: string[] = [];
+  const incoming = new Map<string, string[]>();
+  ctx.upstreamHeaders.forEach((name, value) => {
+    if (drop.has(name) || NOT_FORWARDED.has(name)) return;
+    if (CLIENT_FORWARDING.has(name)) {
+      if (trustProxy) incoming.set(name, [...(incoming.get(name) ?? []), value]);
+      return;
+    }
+    out.push(name, value);
+  });
+
+  const address = peerAddress(req);
+  const host = req.headers.host ?? '';
+  // RFC 7239: IPv6 addresses are bracketed and the node quoted.
+  const node = address.includes(':') ? `"[${address}]"` : address;
+  const forwarded = `for=${node};proto=https;host="${host.replaceAll('"', '')}"`;
+  const append = (name: string, value: string) => [...(incoming.get(name) ?? []), value].join(', ');
+  out.push(
+    'forwarded',
+    append('forwarded', forwarded),
+    'x-forwarded-for',
+    append('x-forwarded-for', address),
+    'x-forwarded-proto',
+    incoming.get('x-forwarded-proto')?.[0] ?? 'https',
+    'x-forwarded-host',
+    incoming.get('x-forwarded-host')?.[0] ?? host,
+    REQUEST_ID_HEADER,
+    ctx.requestId,
+  );
+  return out;
+}
+
+/** The upstream's response headers without its hop-by-hop fields. */
+export function relayedHeaders(
+  headers: Record<string, string | string[] | undefined>,
+): Record<string, string | string[]> {
+  const drop = hopByHopNames(headers['connection']);
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || drop.has(name)) continue;
+    out[name] = value;
+  }
+  return out;
+}

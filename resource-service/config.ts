@@ -1,0 +1,87 @@
+/**
+ * The service's settings from the environment, checked before anything starts: a bad value is
+ * refused with a message that names the variable and says what it takes, not found out at the
+ * first request or the first SIGTERM. Every bad variable is reported at once.
+ */
+import { isIP } from 'node:net';
+import { DEFAULT_DRAIN_DEADLINE_MS } from './server.ts';
+
+/** A variable that refuses the start: the message names it and says what it takes. */
+export class ServiceConfigError extends Error {
+  override name = 'ServiceConfigError';
+}
+
+export interface ServiceConfig {
+  port: number;
+  host: string;
+  /** How long a drain waits for the requests in flight before cutting them. */
+  shutdownTimeoutMs: number;
+  /** Database pool size; undefined leaves the pool's default. */
+  poolMax: number | undefined;
+  dataDir: string;
+}
+
+const DEFAULT_PORT = 8081;
+const DEFAULT_HOST = '127.0.0.1';
+/** RFC 1123 host names: dot-separated labels of letters, digits and inner hyphens. */
+const HOST_NAME =
+  /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+
+type Problems = string[];
+
+function rawValue(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const raw = env[name]?.trim();
+  return raw === undefined || raw === '' ? undefined : raw;
+}
+
+function wholeNumber(
+  env: NodeJS.ProcessEnv,
+  name: string,
+  range: { min: number; max: number; unit: string },
+  problems: Problems,
+): number | undefined {
+  const raw = rawValue(env, name);
+  if (raw === undefined) return undefined;
+  const value = Number(raw);
+  if (!/^\d+$/.test(raw) || value < range.min || value > range.max) {
+    problems.push(
+      `${name} must be a whole number of ${range.unit} from ${range.min} to ${range.max}, not "${raw}"`,
+    );
+    return undefined;
+  }
+  return value;
+}
+
+function hostName(env: NodeJS.ProcessEnv, name: string, problems: Problems): string | undefined {
+  const raw = rawValue(env, name);
+  if (raw === undefined || isIP(raw) !== 0 || HOST_NAME.test(raw)) return raw;
+  problems.push(
+    `${name} must be an IP address or a host name such as 127.0.0.1, ::1 or localhost, not "${raw}"`,
+  );
+  return undefined;
+}
+
+/**
+ * @param poolMax the pool size the caller decided (the embedded database has one backend);
+ * DATABASE_POOL_MAX is read only when it is undefined.
+ */
+export function readServiceConfig(env: NodeJS.ProcessEnv, poolMax?: number): ServiceConfig {
+  const problems: Problems = [];
+  const config: ServiceConfig = {
+    shutdownTimeoutMs:
+      wholeNumber(
+        env,
+        'SERVICE_SHUTDOWN_TIMEOUT_MS',
+        { min: 0, max: 600_000, unit: 'milliseconds' },
+        problems,
+      ) ?? DEFAULT_DRAIN_DEADLINE_MS,
+    poolMax:
+      poolMax ?? wholeNumber(env, 'DATABASE_POOL_MAX', { min: 1, max: 1000, unit: 'connections' }, problems),
+    // 0 asks the system for any free port, as tests and `npm start` do.
+    port: wholeNumber(env, 'SERVICE_PORT', { min: 0, max: 65_535, unit: 'port' }, problems) ?? DEFAULT_PORT,
+    host: hostName(env, 'SERVICE_HOST', problems) ?? DEFAULT_HOST,
+    dataDir: env['PORTICO_DATA_DIR'] || '.portico',
+  };
+  if (problems.length > 0) throw new ServiceConfigError(problems.join('; '));
+  return config;
+}
