@@ -108,10 +108,13 @@ export async function buildGateway(
     options.stages,
   );
   const handler = createRequestHandler({
-    run: compose(stages),
+    run: compose(
+      stages,
+      config.admin.stageTiming ? metrics.stageTimer(stages.map((named) => named.name)) : undefined,
+    ),
     log,
     clientIpOf: createClientIp(config.proxy.trustProxy),
-    accounting: createRequestAccounting({ metrics, ...(audit === undefined ? {} : { audit }) }),
+    accounting: createRequestAccounting({ metrics, log, ...(audit === undefined ? {} : { audit }) }),
   });
 
   return {

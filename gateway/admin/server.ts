@@ -15,6 +15,12 @@ export const AdminConfigSchema = Type.Object(
       default: 1000,
       description: 'Time each readiness check (upstream connect, later Redis and JWKS) may take.',
     }),
+    stageTiming: Type.Boolean({
+      default: true,
+      description:
+        "Each pipeline stage's own time per request in /metrics (portico_stage_duration_seconds{stage}); " +
+        'its cost is a row of npm run bench.',
+    }),
   },
   { additionalProperties: false, default: {}, description: 'Admin listener (port from ADMIN_PORT).' },
 );

@@ -3,6 +3,7 @@
  * and the request log line. The audit record is made of what stages wrote to `ctx.facts`.
  */
 import type { ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
 import type { AuditEntry } from '../audit/audit-record.ts';
 import type { AuditLog } from '../audit/audit-log.ts';
 import type { GatewayContext } from '../pipeline/context.ts';
@@ -16,7 +17,10 @@ export interface RequestAccounting {
 export function createRequestAccounting(deps: {
   metrics: GatewayMetrics;
   audit?: AuditLog;
+  /** The gateway's logger: the request line names its id itself, without a child logger. */
+  log: Logger;
 }): RequestAccounting {
+  const { log } = deps;
   return {
     finished(ctx, res, { startedNs, startedAt }) {
       const seconds = Number(process.hrtime.bigint() - startedNs) / 1e9;
@@ -27,8 +31,10 @@ export function createRequestAccounting(deps: {
       const latencyMs = Math.round(seconds * 1e4) / 10;
       deps.metrics.observeRequest(route, method, status, seconds);
       deps.audit?.record(auditEntry(ctx, { time: startedAt, method, status, latencyMs }));
-      ctx.log.info(
+      if (!log.isLevelEnabled('info')) return;
+      log.info(
         {
+          requestId: ctx.requestId,
           method,
           path: ctx.path,
           route,

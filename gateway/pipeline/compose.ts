@@ -15,18 +15,34 @@ export interface NamedStage {
   readonly stage: Stage;
 }
 
-export function compose(stages: readonly NamedStage[]): (ctx: GatewayContext) => Promise<void> {
+/** Told each stage's own time per request, in seconds: its time minus the time of next(). */
+export type StageTimer = (stageIndex: number, seconds: number) => void;
+
+export function compose(
+  stages: readonly NamedStage[],
+  timer?: StageTimer,
+): (ctx: GatewayContext) => Promise<void> {
   return function run(ctx) {
     const dispatch = (index: number): Promise<void> => {
       const named = stages[index];
       if (named === undefined) return Promise.resolve();
       let called = false;
+      // Timing only: when this stage started, and how long the stages after it took.
+      let startedAt = 0;
+      let laterStages = 0;
       const next = () => {
         if (called) return Promise.reject(new Error(`stage ${named.name} called next() twice`));
         called = true;
-        return dispatch(index + 1);
+        if (timer === undefined) return dispatch(index + 1);
+        const handedOnAt = performance.now();
+        return dispatch(index + 1).finally(() => (laterStages = performance.now() - handedOnAt));
       };
-      return named.stage(ctx, next).catch((error: unknown) => answerWithProblem(ctx, named.name, error));
+      if (timer !== undefined) startedAt = performance.now();
+      const answered = named
+        .stage(ctx, next)
+        .catch((error: unknown) => answerWithProblem(ctx, named.name, error));
+      if (timer === undefined) return answered;
+      return answered.then(() => timer(index, (performance.now() - startedAt - laterStages) / 1000));
     };
     return dispatch(0);
   };

@@ -82,7 +82,8 @@ export interface GatewayContext {
   /** Path and query, as received, forwarded unchanged. */
   readonly target: string;
   requestId: string;
-  log: Logger;
+  /** The request's logger, bound to its id once the request-id stage has set it. */
+  readonly log: Logger;
   route?: RouteDefinition;
   /** The request headers the proxy sends upstream, as stages edited them. */
   readonly upstreamHeaders: UpstreamHeaders;
@@ -105,13 +106,20 @@ export function createContext(
   clientIp: string,
 ): GatewayContext {
   const target = req.url ?? '/';
+  // Made on first use only: a child logger costs more than most stages, and most requests
+  // log nothing but their request line (request-accounting.ts, which binds the id itself).
+  let bound: Logger | undefined;
   return {
     req,
     res,
     target,
     path: target.split('?', 1)[0] ?? '/',
     requestId: '',
-    log,
+    get log(): Logger {
+      if (this.requestId === '') return log;
+      bound ??= log.child({ requestId: this.requestId });
+      return bound;
+    },
     signal,
     facts: {},
     clientIp,

@@ -25,7 +25,6 @@ export function createRequestIdStage(config: RequestIdConfig): Stage {
   return async function requestId(ctx, next) {
     const sent = config.acceptFromClient ? ctx.req.headers[REQUEST_ID_HEADER] : undefined;
     ctx.requestId = isWellFormedRequestId(sent) ? sent : randomUUID();
-    ctx.log = ctx.log.child({ requestId: ctx.requestId });
     await next();
     // On every answer, refusals included; the upstream may echo its own id, and the client
     // gets the one its logs will show.
