@@ -59,7 +59,7 @@ export async function readBody(body: Readable | null, limit: number): Promise<Bu
  * measured ~15 KB of external memory per stored ~1.7 KB entry that way, so the cache held
  * several times the bytes it was charged for and RSS grew by 15 MiB a minute.
  */
-function ownCopy(chunks: readonly Buffer[], length: number): Buffer {
+export function ownCopy(chunks: readonly Buffer[], length: number): Buffer {
   const copy = Buffer.allocUnsafeSlow(length);
   let offset = 0;
   for (const chunk of chunks) offset += chunk.copy(copy, offset);

@@ -16,9 +16,10 @@ export function createLogger(options: { level?: string; destination?: NodeJS.Wri
         censor: '[redacted]',
       },
     },
-    // Asynchronous stdout: lines written while a write is pending go out together. A
-    // synchronous write per request line was a syscall per request (~20 CPU-µs here); pino
-    // flushes what is pending when the process exits.
-    options.destination ?? pino.destination({ dest: 1, sync: false }),
+    // Asynchronous, batched stdout: lines gather up to 4 KiB (or 250 ms, whichever comes
+    // first) and go out in one write. A write per request line cost ~6% of the gateway's CPU
+    // under load in a profile. pino flushes what is pending when the process exits (the crash
+    // guard exits too); a SIGKILL can lose the last 250 ms of log lines, never audit records.
+    options.destination ?? pino.destination({ dest: 1, sync: false, minLength: 4096, periodicFlush: 250 }),
   );
 }

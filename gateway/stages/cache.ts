@@ -10,7 +10,7 @@ import { CACHE_INVALIDATES, GATEWAY_CACHE_CONTROL } from '../../shared/cache-hea
 import type { GatewayContext, GatewayResponse, Next, Stage } from '../pipeline/context.ts';
 import type { UpstreamHeaders } from '../pipeline/upstream-headers.ts';
 import type { Forward } from '../upstream/forward.ts';
-import { readBody, teeBody } from '../cache/body-tee.ts';
+import { ownCopy, readBody, teeBody } from '../cache/body-tee.ts';
 import { appendCacheStatus, formatCacheStatus, type CacheStatus } from '../cache/cache-status.ts';
 import type { CacheRequest, Fill, HttpCache, Outcome, StoredResponse } from '../cache/http-cache.ts';
 import { SAFE_METHODS, invalidationTargets } from '../cache/invalidation-targets.ts';
@@ -110,6 +110,8 @@ async function forwardAndStore(
   miss: 'uri-miss' | 'vary-miss' = 'uri-miss',
 ): Promise<void> {
   const fwd = revalidation === undefined ? miss : revalidation.reason === 'request' ? 'request' : 'stale';
+  if (revalidation === undefined && request.directives.has('no-store'))
+    return forwardUnstored(ctx, next, cache, request, fwd);
   if (revalidation !== undefined)
     setValidators(ctx.upstreamHeaders, validatorsOf(revalidation.entry, request));
   const fill = cache.beginFill(request.path);
@@ -164,7 +166,13 @@ async function forwardAndStore(
     appendCacheStatus(response.headers, { ...status, detail: decision.reason });
     return;
   }
-  if (response.body === null) {
+  const buffered = response.bufferedBody;
+  if (buffered !== undefined) {
+    // Already whole in memory (forward.ts): stored as it is sent, within the entry limit.
+    if (buffered.length <= cache.config.maxEntryBytes)
+      cache.commit(fill, decision.build(ownCopy([buffered], buffered.length)));
+    fill.end();
+  } else if (response.body === null) {
     cache.commit(fill, decision.build(Buffer.alloc(0)));
     fill.end();
   } else {
@@ -176,6 +184,30 @@ async function forwardAndStore(
     );
   }
   appendCacheStatus(response.headers, { ...status, stored: true });
+}
+
+/**
+ * A miss whose answer may not be stored whatever it says (the request's no-store, 5.2.1.5):
+ * forwarded without joining a fill and without reading the response's caching semantics, which
+ * nothing would use. The client sees the same Cache-Status as when the store was refused.
+ */
+async function forwardUnstored(
+  ctx: GatewayContext,
+  next: Next,
+  cache: HttpCache,
+  request: CacheRequest,
+  fwd: CacheStatus['fwd'],
+): Promise<void> {
+  await next();
+  const response = ctx.response;
+  if (response === undefined) return;
+  if (response.problem !== undefined) {
+    answerOriginError(ctx, cache, request, undefined, response, fwd);
+    return;
+  }
+  note(ctx, cache, 'miss');
+  strip(response.headers);
+  appendCacheStatus(response.headers, { fwd, fwdStatus: response.status, detail: 'request-no-store' });
 }
 
 /**

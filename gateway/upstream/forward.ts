@@ -12,7 +12,12 @@ import { HttpProblem } from '../../shared/errors.ts';
 import { IDENTITY_HEADER, signAssertion, type AssertionKey } from '../../shared/identity-assertion.ts';
 import { readLimitedBody, tooLarge } from '../edge/request-body.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
-import { ClientGoneError, type GatewayContext, type GatewayResponse } from '../pipeline/context.ts';
+import {
+  bufferedResponse,
+  ClientGoneError,
+  type GatewayContext,
+  type GatewayResponse,
+} from '../pipeline/context.ts';
 import type { ProxyConfig } from './config-schema.ts';
 import { forwardedHeaders, relayedHeaders } from './forwarded-headers.ts';
 import type { Upstreams } from './pools.ts';
@@ -90,11 +95,12 @@ export function createForward(config: ProxyConfig, deps: ForwardDeps): Forward {
         // A HEAD response has no body to relay; draining the empty stream frees the connection.
         if (method === 'HEAD') upstream.body.resume();
         else await firstBytes(upstream.body);
-        return {
-          status: upstream.statusCode,
-          headers: relayedHeaders(upstream.headers),
-          body: method === 'HEAD' ? null : upstream.body,
-        };
+        const relayed = relayedHeaders(upstream.headers);
+        if (method === 'HEAD') return { status: upstream.statusCode, headers: relayed, body: null };
+        const whole = takeWholeBody(upstream.body, upstream.headers['content-length']);
+        return whole === undefined
+          ? { status: upstream.statusCode, headers: relayed, body: upstream.body }
+          : bufferedResponse(upstream.statusCode, relayed, whole);
       } catch (caught) {
         if (caught instanceof HttpProblem) throw caught;
         const failure = body?.failure();
@@ -117,6 +123,22 @@ export function createForward(config: ProxyConfig, deps: ForwardDeps): Forward {
 }
 
 function ignore(): void {}
+
+/**
+ * The whole body, when it has all arrived with the head (most JSON answers do): it then goes to
+ * the client in one write with the response head, with no pipe to set up, and the cache can
+ * store it without a tee. `undefined` while bytes are still to come, or without a length.
+ */
+function takeWholeBody(body: Readable, contentLength: string | string[] | undefined): Buffer | undefined {
+  if (typeof contentLength !== 'string') return undefined;
+  const length = Number(contentLength);
+  if (!(length > 0) || body.readableLength !== length) return undefined;
+  const whole = body.read(length) as Buffer | null;
+  if (whole === null) return undefined;
+  // Take the end too: undici hands the connection back to the pool once the body is consumed.
+  body.resume();
+  return whole;
+}
 
 /**
  * Waits until the body has a first chunk buffered, or ended, without taking anything out of
