@@ -30,8 +30,11 @@ export interface StageDeps {
 export type StageName =
   'request-id' | 'hygiene' | 'route' | 'authenticate' | 'rate-limit' | 'cache' | 'proxy';
 
-/** Stages replaced by name: tests put a stand-in where a real one needs what they lack. */
-export type StageOverrides = Partial<Record<StageName, Stage>>;
+/**
+ * Stages replaced by name: tests put a stand-in where a real one needs what they lack; `null`
+ * leaves a stage out (the bench's cost ladder adds them one at a time).
+ */
+export type StageOverrides = Partial<Record<StageName, Stage | null>>;
 
 export function createStages(
   config: GatewayConfig,
@@ -53,15 +56,20 @@ export function createStages(
     { name: 'cache', stage: createCacheStage(deps.cache, deps.forward) },
     { name: 'proxy', stage: createProxyStage(deps.forward) },
   ];
-  return stages.map(({ name, stage }) => ({ name, stage: overrides[name] ?? stage }));
+  return stages.flatMap(({ name, stage }) => {
+    const override = overrides[name];
+    if (override === null) return [];
+    return [{ name, stage: override ?? stage }];
+  });
 }
 
 /** Present when a route requires authentication (or a test brings its own). */
 function authenticateStage(
   config: GatewayConfig,
   deps: StageDeps,
-  standIn: Stage | undefined,
+  standIn: Stage | null | undefined,
 ): Stage | undefined {
+  if (standIn === null) return undefined;
   if (standIn !== undefined) return standIn;
   if (!config.routes.some((route) => route.auth === 'required')) return undefined;
   if (deps.authenticator === undefined) {

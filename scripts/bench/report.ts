@@ -1,60 +1,89 @@
 /**
- * The bench's output: one table of the rows measured in this run, what each row measures,
- * and the README's two targets as ratios. Failures are printed next to the figures they
- * affect, never left out.
+ * The bench's output: the main rows and the cost ladder, each figure the median over the
+ * rounds with its range, then the targets as ratios. Failures are printed next to the figures
+ * they affect, never left out.
  */
-import type { LoadResult } from './load.ts';
+import { LEGEND } from './legend.ts';
+import type { Sample } from './measure.ts';
+import type { Row } from './rows.ts';
 
-export interface Measured {
-  name: string;
-  measured: 'service' | 'peer' | 'gateway';
-  load: LoadResult;
-  expectedStatus: number;
-  /** CPU (user + system, all threads) of the measured process over the row. */
-  measuredCpuMicros: number;
-  serviceCpuMicros: number;
-  busyPercent: number;
-  peakRssMiB: number;
-  note: string;
-  /** What the row's own counters and probe showed (cache results, audit records, Redis). */
-  checks: string[];
-  cacheStatus: string | undefined;
+export interface RowResult {
+  row: Row;
+  samples: Sample[];
 }
 
-const perRequest = (micros: number, load: LoadResult) =>
-  load.responses === 0 ? Number.NaN : micros / load.responses;
-
-function requestsPerSecond(row: Measured): number {
-  return row.load.seconds > 0 ? row.load.responses / row.load.seconds : 0;
+export function median(values: readonly number[]): number {
+  const sorted = values.filter(Number.isFinite).sort((a, b) => a - b);
+  if (sorted.length === 0) return Number.NaN;
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }
 
-/** Responses other than the expected status, and connection errors: shown, never hidden. */
-function problems(row: Measured): string {
-  const unexpected = Object.entries(row.load.statuses).filter(
-    ([code]) => Number(code) !== row.expectedStatus,
-  );
-  const parts = unexpected.map(([code, count]) => `${count}×${code}`);
-  if (row.load.errors > 0) parts.push(`${row.load.errors} errors`);
-  if (row.load.timeouts > 0) parts.push(`${row.load.timeouts} timeouts`);
+const perRequest = (sample: Sample) =>
+  sample.load.responses === 0 ? Number.NaN : sample.measuredCpuMicros / sample.load.responses;
+const servicePerRequest = (sample: Sample) =>
+  sample.load.responses === 0 ? Number.NaN : sample.serviceCpuMicros / sample.load.responses;
+const requestsPerSecond = (sample: Sample) =>
+  sample.load.seconds > 0 ? sample.load.responses / sample.load.seconds : 0;
+
+const fixed = (n: number, digits: number) => (Number.isFinite(n) ? n.toFixed(digits) : '—');
+
+/** `median [min–max]` of one figure over the rounds. */
+function spread(values: number[], digits: number): string {
+  const finite = values.filter(Number.isFinite);
+  if (finite.length === 0) return '—';
+  return `${fixed(median(finite), digits)} [${fixed(Math.min(...finite), digits)}–${fixed(Math.max(...finite), digits)}]`;
+}
+
+/** Responses other than the expected status, and connection errors, over all rounds. */
+function unexpected(result: RowResult): string {
+  const counts = new Map<string, number>();
+  let errors = 0;
+  let timeouts = 0;
+  for (const { load } of result.samples) {
+    for (const [code, count] of Object.entries(load.statuses))
+      if (Number(code) !== result.row.expectedStatus) counts.set(code, (counts.get(code) ?? 0) + count);
+    errors += load.errors;
+    timeouts += load.timeouts;
+  }
+  const parts = [...counts].map(([code, count]) => `${count}×${code}`);
+  if (errors > 0) parts.push(`${errors} errors`);
+  if (timeouts > 0) parts.push(`${timeouts} timeouts`);
+  const probes = result.samples.filter((s) => s.probeStatus !== result.row.expectedStatus);
+  if (probes.length > 0) parts.push(`probe answered ${probes.map((s) => s.probeStatus).join(',')}`);
   return parts.length === 0 ? 'none' : `!! ${parts.join(', ')}`;
 }
 
-function cells(row: Measured): string[] {
-  const fixed = (n: number, digits: number) => (Number.isFinite(n) ? n.toFixed(digits) : '—');
-  const isService = row.measured === 'service';
+function cells(result: RowResult, step?: number): string[] {
+  const { row, samples } = result;
+  const isService = row.measured.role === 'service';
+  const answered = samples.reduce((sum, s) => sum + (s.load.statuses[String(row.expectedStatus)] ?? 0), 0);
   return [
     row.name,
-    fixed(requestsPerSecond(row), 0),
-    fixed(row.load.p50, 2),
-    fixed(row.load.p99, 2),
-    isService ? '—' : fixed(perRequest(row.measuredCpuMicros, row.load), 1),
-    fixed(perRequest(row.serviceCpuMicros, row.load), 1),
-    `${fixed(row.busyPercent, 0)}%`,
-    fixed(row.peakRssMiB, 1) + (isService ? ' (svc)' : ''),
-    `${row.load.statuses[String(row.expectedStatus)] ?? 0}×${row.expectedStatus}`,
-    problems(row),
-    row.note,
+    spread(samples.map(requestsPerSecond), 0),
+    fixed(median(samples.map((s) => s.load.p50)), 2),
+    fixed(median(samples.map((s) => s.load.p99)), 2),
+    isService ? '—' : spread(samples.map(perRequest), 1),
+    ...(step === undefined ? [] : [fixed(step, 1)]),
+    fixed(median(samples.map(servicePerRequest)), 1),
+    `${fixed(median(samples.map((s) => s.busyPercent)), 0)}%`,
+    fixed(Math.max(...samples.map((s) => s.peakRssMiB)), 1) + (isService ? ' (svc)' : ''),
+    `${answered}×${row.expectedStatus}`,
+    unexpected(result),
   ];
+}
+
+function printGrid(headers: string[], rows: string[][], textColumns: Set<number>): void {
+  const widths = headers.map((header, i) =>
+    Math.max(header.length, ...rows.map((row) => row[i]?.length ?? 0)),
+  );
+  const line = (row: string[]) =>
+    `| ${row.map((cell, i) => (textColumns.has(i) ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join(' | ')} |`;
+  console.log(line(headers));
+  console.log(
+    `|${widths.map((w, i) => (textColumns.has(i) ? `:${'-'.repeat(w + 1)}` : `${'-'.repeat(w + 1)}:`)).join('|')}|`,
+  );
+  for (const row of rows) console.log(line(row));
 }
 
 const HEADERS = [
@@ -62,95 +91,105 @@ const HEADERS = [
   'req/s',
   'p50 ms',
   'p99 ms',
-  'gateway CPU-µs/req',
+  'CPU-µs/req',
   'service CPU-µs/req',
   'busy',
   'peak RSS MiB',
   'answered',
   'unexpected',
-  'note',
 ];
 
-function printGrid(rows: string[][]): void {
-  const widths = HEADERS.map((header, i) =>
-    Math.max(header.length, ...rows.map((row) => row[i]?.length ?? 0)),
-  );
-  // Text columns left-aligned, figures right-aligned.
-  const textColumns = new Set([0, 8, 9, 10]);
-  const line = (row: string[]) =>
-    `| ${row.map((cell, i) => (textColumns.has(i) ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join(' | ')} |`;
-  console.log(line(HEADERS));
-  console.log(
-    `|${widths.map((w, i) => (textColumns.has(i) ? `:${'-'.repeat(w + 1)}` : `${'-'.repeat(w + 1)}:`)).join('|')}|`,
-  );
-  for (const row of rows) console.log(line(row));
+function printLadder(ladder: RowResult[]): void {
+  const headers = [...HEADERS.slice(0, 5), 'step µs', ...HEADERS.slice(5)];
+  let previous: number | undefined;
+  const rows = ladder.map((result) => {
+    const cpu = median(result.samples.map(perRequest));
+    // The peer is the reference, not a rung: no step into or out of it.
+    const isPeer = result.row.measured.role === 'peer';
+    const step = isPeer || previous === undefined ? Number.NaN : cpu - previous;
+    if (!isPeer) previous = cpu;
+    return cells(result, step);
+  });
+  printGrid(headers, rows, new Set([0, 9, 10]));
 }
 
-function ratio(name: string, value: number, target: string, met: boolean): string {
-  return `${name}: ${Number.isFinite(value) ? value.toFixed(2) : '—'} (target ${target}: ${met ? 'met' : 'NOT met'})`;
+/** Median and range of a ratio taken round by round, so both sides share each round's noise. */
+function roundRatio(a: RowResult, b: RowResult, figure: (s: Sample) => number): number[] {
+  return a.samples.map((sample, i) => figure(sample) / figure(b.samples[i]!));
 }
 
-const LEGEND = `How to read it
-  gateway CPU-µs/req   utime+stime of the gateway process (/proc/<pid>/stat, all threads) over the
-                       row ÷ responses; in the peer row, of the http-proxy process; "—" in the direct
-                       row (see the service column).
-  service CPU-µs/req   the same for the resource service (PostgreSQL and Redis not included).
-  busy                 CPU time ÷ wall time of the measured process (gateway, http-proxy, or the
-                       service in the direct row): near 100% means it was the bottleneck on its CPU.
-                       Well below, something else limited the row: in the miss and peer rows, CPU 1
-                       (load generator + service + unpinned PostgreSQL) is the busier one, so their
-                       req/s are bounded by it; CPU-µs per request is the figure to compare.
-  peak RSS MiB         VmHWM of the measured process at the end of its row: the peak since the
-                       process started, so later gateway rows include the earlier ones.
-  answered/unexpected  responses with the status the row expects / any other status, connection
-                       error or timeout (req/s and latencies count every response).
+function target(name: string, values: number[], goal: string, met: (value: number) => boolean): string {
+  const value = median(values);
+  return `  ${name}: ${spread(values, 2)} (target ${goal}: ${Number.isFinite(value) && met(value) ? 'met' : 'NOT met'})`;
+}
 
-  direct service       GET /v1/orders/{id} over plain HTTP with the signed identity assertion the
-                       gateway would add: the service verifies it, reads PostgreSQL, answers 200.
-  gateway, cache miss  the full pipeline: HTTPS, JWT (verified once, then from the verified-token
-                       cache: the steady state of a client reusing its token), Redis fixed-window
-                       limit (limit 10^9, never refuses), cache lookup, proxy to the service over
-                       keep-alive with a signed assertion, audit record to a file, request log line.
-                       The request carries Cache-Control: no-store, so the cache looks up a key it
-                       never stores: every request is a real miss that goes upstream. The one cost of
-                       a first read missing here is copying the body into the cache.
-  gateway, cache hit   the same pipeline, on the order the direct and peer rows read; the row's probe
-                       stores it (Portico-Cache-Control: max-age=30, per customer), then every request
-                       of the row is answered from the cache, without an upstream call.
-  gateway, 304 at edge the same, with If-None-Match of the current ETag: the gateway answers 304 from
-                       its fresh entry; nothing reaches the service (no upstream revalidation).
-  http-proxy (peer)    http-proxy 1.18.1 behind node:https with the same certificate and a keep-alive
-                       agent upstream: no auth, no limits, no cache, no audit, no request log. The
-                       client sends the signed assertion itself, as in the direct row.
-  TLS                  autocannon 9 forces rejectUnauthorized: false; each row first sends one request
-                       with the certificate verified against the bench CA (the probe below).
+function printTargets(results: RowResult[]): void {
+  const find = (name: string) => results.find((result) => result.row.name.startsWith(name));
+  const [miss, hit, direct, peer] = ['gateway, cache miss', 'gateway, cache hit', 'direct', 'http-proxy'].map(
+    find,
+  );
+  console.log('Targets (median of the per-round ratios [range])');
+  if (miss !== undefined && peer !== undefined)
+    console.log(
+      target(
+        'full pipeline CPU/req ÷ http-proxy CPU/req',
+        roundRatio(miss, peer, perRequest),
+        '≤ 1.50',
+        (v) => v <= 1.5,
+      ),
+    );
+  if (hit !== undefined && direct !== undefined)
+    console.log(
+      target(
+        'cache-hit req/s ÷ direct service req/s',
+        roundRatio(hit, direct, requestsPerSecond),
+        '≥ 1.50',
+        (v) => v >= 1.5,
+      ),
+    );
+  if (miss !== undefined) {
+    const peak = Math.max(
+      ...results
+        .filter((r) => r.row.gateway === miss.row.gateway)
+        .flatMap((r) => r.samples.map((s) => s.peakRssMiB)),
+    );
+    console.log(
+      `  gateway peak RSS through the bench: ${fixed(peak, 1)} MiB (target < 200: ${peak < 200 ? 'met' : 'NOT met'})`,
+    );
+  }
+  const ladderPeer = find('ladder 0');
+  const full = results.filter((r) => r.row.group === 'ladder').at(-1);
+  if (ladderPeer !== undefined && full !== undefined && full !== ladderPeer)
+    console.log(
+      `  ladder, full pipeline ÷ peer on the static upstream: ${spread(roundRatio(full, ladderPeer, perRequest), 2)}`,
+    );
+}
 
-Checks per row: machine = how busy each CPU was over the run (every process, ours included);
-probe = that one verified request; cache/audit/redis = gateway counters over the measured run.`;
-
-export function printTable(rows: Measured[]): void {
-  printGrid(rows.map(cells));
+export function printReport(results: RowResult[]): void {
+  const main = results.filter((result) => result.row.group === 'main');
+  const ladder = results.filter((result) => result.row.group === 'ladder');
+  if (main.length > 0)
+    printGrid(
+      HEADERS,
+      main.map((result) => cells(result)),
+      new Set([0, 8, 9]),
+    );
+  if (ladder.length > 0) {
+    console.log('');
+    console.log('Cost ladder: the same request on one static upstream, one stage added per rung');
+    printLadder(ladder);
+  }
   console.log('');
   console.log(LEGEND);
-  for (const row of rows) {
-    const probe = row.cacheStatus === undefined ? '' : `probe Cache-Status: ${row.cacheStatus}; `;
-    console.log(`  ${row.name}: ${probe}${row.checks.join('; ')}`);
-  }
-
-  const find = (name: string) => rows.find((row) => row.name.startsWith(name));
-  const miss = find('gateway, cache miss');
-  const hit = find('gateway, cache hit');
-  const direct = find('direct');
-  const peer = find('http-proxy');
   console.log('');
-  console.log('Targets (README)');
-  if (miss !== undefined && peer !== undefined) {
-    const value =
-      perRequest(miss.measuredCpuMicros, miss.load) / perRequest(peer.measuredCpuMicros, peer.load);
-    console.log(`  ${ratio('full pipeline CPU/req ÷ http-proxy CPU/req', value, '≤ 1.00', value <= 1)}`);
+  console.log('Per row: the probe, then each round: how busy each CPU was, and the gateway counters');
+  for (const { row, samples } of results) {
+    const probe =
+      samples[0]?.cacheStatus === undefined ? '' : ` probe Cache-Status: ${samples[0].cacheStatus};`;
+    console.log(
+      `  ${row.name}:${probe} ${samples.map((s, i) => `r${i + 1} ${s.checks.join(', ')}`).join(' | ')}`,
+    );
   }
-  if (hit !== undefined && direct !== undefined) {
-    const value = requestsPerSecond(hit) / requestsPerSecond(direct);
-    console.log(`  ${ratio('cache-hit req/s ÷ direct service req/s', value, '≥ 1.00', value >= 1)}`);
-  }
+  console.log('');
+  printTargets(results);
 }

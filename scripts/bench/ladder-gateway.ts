@@ -1,0 +1,85 @@
+/**
+ * One rung of the cost ladder (ladder.ts) as a process: the product's startGateway, with the
+ * rung's stages left out and its config, on the static upstream. SIGTERM drains and exits.
+ *
+ *   node scripts/bench/ladder-gateway.ts '{"rung": 2, "port": ..., ...}'
+ */
+import type { Redis } from 'ioredis';
+import { loadAssertionKeys } from '../../shared/assertion-keys.ts';
+import { createRedisClient, waitForRedis } from '../../shared/redis.ts';
+import { parseConfig } from '../../gateway/config/load.ts';
+import { createLogger } from '../../gateway/observability/logger.ts';
+import type { Stage } from '../../gateway/pipeline/context.ts';
+import { startGateway } from '../../gateway/start.ts';
+import type { StageOverrides } from '../../gateway/stages.ts';
+import { RUNGS } from './ladder.ts';
+
+export interface LadderGatewayOptions {
+  rung: number;
+  port: number;
+  adminPort: number;
+  upstream: string;
+  certFile: string;
+  keyFile: string;
+  /** The bench's data dir: the development issuer that signs its token, the assertion key. */
+  dataDir: string;
+  redisUrl: string;
+  redisPrefix: string;
+  auditLog: string;
+}
+
+const options = JSON.parse(process.argv[2] ?? '{}') as LadderGatewayOptions;
+const rung = RUNGS[options.rung];
+if (rung === undefined) throw new Error(`no ladder rung ${options.rung}`);
+
+const { config } = parseConfig({
+  listener: { tls: { certFile: options.certFile, keyFile: options.keyFile } },
+  admin: { stageTiming: rung.stageTiming },
+  routes: [
+    { prefix: '/v1', upstream: options.upstream, auth: rung.auth ? 'required' : 'none', cache: rung.cache },
+  ],
+  rateLimits:
+    rung.rateLimit === 'none'
+      ? {}
+      : { policies: [{ name: 'bench', key: 'principal', limit: 1_000_000_000, window: '60s' }] },
+});
+
+const overrides: StageOverrides = {};
+for (const name of rung.without) overrides[name] = null;
+if (rung.without.includes('route')) {
+  // The proxy needs the route it forwards to: set it, at no cost worth measuring.
+  const only = config.routes[0]!;
+  const fixedRoute: Stage = (ctx, next) => {
+    ctx.route = only;
+    return next();
+  };
+  overrides.route = fixedRoute;
+}
+
+let redis: Redis | undefined;
+if (rung.rateLimit === 'redis') {
+  redis = createRedisClient({ url: options.redisUrl, keyPrefix: options.redisPrefix });
+  if (!(await waitForRedis(redis, 5000))) throw new Error(`Redis at ${options.redisUrl} not ready`);
+}
+
+const gateway = await startGateway(
+  config,
+  {
+    log: createLogger({ level: rung.accounting ? 'info' : 'warn' }),
+    port: options.port,
+    adminPort: options.adminPort,
+    processMetrics: true,
+    dataDir: options.dataDir,
+    ...(rung.accounting ? { auditLogPath: options.auditLog } : {}),
+    ...(redis === undefined ? {} : { redis }),
+    assertionKeys: loadAssertionKeys({}, options.dataDir),
+  },
+  { stages: overrides },
+);
+
+process.once('SIGTERM', () => {
+  void gateway
+    .close()
+    .then(() => redis?.quit())
+    .finally(() => process.exit(0));
+});

@@ -1,0 +1,89 @@
+/**
+ * The cost ladder: gateways on one static upstream that add one stage at a time, so that the
+ * difference between two rungs is the price of what the later one adds. Each rung is its own
+ * process (scripts/bench/ladder-gateway.ts), built by buildGateway with the stages it does not
+ * have left out, so the code that runs is the product's own.
+ */
+import type { StageName } from '../../gateway/stages.ts';
+
+export interface Rung {
+  name: string;
+  note: string;
+  /** Stages left out; `route` left out means a stand-in that sets the one route. */
+  without: StageName[];
+  auth: boolean;
+  rateLimit: 'none' | 'memory' | 'redis';
+  cache: boolean;
+  /** Audit record and request log line at info. */
+  accounting: boolean;
+  stageTiming: boolean;
+}
+
+const BASE = { auth: false, rateLimit: 'none', cache: false, accounting: false, stageTiming: false } as const;
+
+export const RUNGS: readonly Rung[] = [
+  {
+    ...BASE,
+    name: 'ladder 1: TLS pass-through',
+    note: 'listener, TLS, proxy with the upstream pool; no other stage',
+    without: ['request-id', 'hygiene', 'route', 'authenticate', 'rate-limit', 'cache'],
+  },
+  {
+    ...BASE,
+    name: 'ladder 2: + request id, hygiene, route',
+    note: 'the three stages every request passes first',
+    without: ['authenticate', 'rate-limit', 'cache'],
+  },
+  {
+    ...BASE,
+    name: 'ladder 3: + authentication',
+    note: 'JWT from the verified-token cache; signed identity assertion upstream',
+    without: ['rate-limit', 'cache'],
+    auth: true,
+  },
+  {
+    ...BASE,
+    name: 'ladder 4: + rate limit in memory',
+    note: 'one policy per principal, counted in the process (no Redis at all)',
+    without: ['cache'],
+    auth: true,
+    rateLimit: 'memory',
+  },
+  {
+    ...BASE,
+    name: 'ladder 5: + rate limit on Redis',
+    note: 'the same policy counted in Redis, with the failed-auth check',
+    without: ['cache'],
+    auth: true,
+    rateLimit: 'redis',
+  },
+  {
+    ...BASE,
+    name: 'ladder 6: + cache lookup on a miss',
+    note: 'route cache: true; the request says no-store: looked up, never stored',
+    without: [],
+    auth: true,
+    rateLimit: 'redis',
+    cache: true,
+  },
+  {
+    ...BASE,
+    name: 'ladder 7: + audit and request log',
+    note: 'audit record to a file, request log line at info: the full pipeline',
+    without: [],
+    auth: true,
+    rateLimit: 'redis',
+    cache: true,
+    accounting: true,
+  },
+  {
+    name: 'ladder 8: + stage timing (default)',
+    note: 'portico_stage_duration_seconds on: the full pipeline as shipped',
+    without: [],
+    auth: true,
+    rateLimit: 'redis',
+    cache: true,
+    accounting: true,
+    stageTiming: true,
+  },
+];

@@ -1,0 +1,241 @@
+/**
+ * Everything `npm run bench` measures, started as child processes: the resource service on
+ * its own database, the gateway as production runs it (gateway/main.ts, its own Redis key
+ * prefix), the http-proxy peer in front of the service, and for the cost ladder a static
+ * upstream with its own http-proxy peer and one gateway per rung (ladder.ts).
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ChildProcess } from 'node:child_process';
+import { Agent, request } from 'undici';
+import { generateSelfSigned } from '../../shared/self-signed.ts';
+import { freePort, startNode, waitUntil, type Placement } from './children.ts';
+import type { LadderGatewayOptions } from './ladder-gateway.ts';
+import { RUNGS } from './ladder.ts';
+import type { BenchStores } from './stores.ts';
+
+const ROOT = new URL('../..', import.meta.url).pathname;
+
+export interface Settings {
+  duration: number;
+  warmup: number;
+  connections: number;
+  rounds: number;
+  logLevel: string;
+}
+
+/** A gateway the bench measures, with where to read its counters and audit records. */
+export interface GatewayProcess {
+  process: ChildProcess;
+  url: string;
+  admin: string;
+  /** Absent when the gateway writes no audit log. */
+  auditLog?: string;
+}
+
+export interface Running {
+  dir: string;
+  caCert: string;
+  placement: Placement;
+  service: ChildProcess;
+  serviceUrl: string;
+  gateway: GatewayProcess;
+  peer: { process: ChildProcess; url: string };
+  staticPeer: { process: ChildProcess; url: string };
+  ladder: GatewayProcess[];
+}
+
+async function writeCertificate(dir: string): Promise<{ cert: string; certFile: string; keyFile: string }> {
+  const pem = await generateSelfSigned();
+  const certFile = join(dir, 'bench.crt');
+  const keyFile = join(dir, 'bench.key');
+  writeFileSync(certFile, pem.cert);
+  writeFileSync(keyFile, pem.key, { mode: 0o600 });
+  return { cert: pem.cert, certFile, keyFile };
+}
+
+function gatewayConfig(serviceUrl: string): object {
+  return {
+    listener: { tls: { certFile: 'bench.crt', keyFile: 'bench.key' } },
+    routes: [{ prefix: '/v1', upstream: serviceUrl, auth: 'required', cache: true }],
+    // Counted in Redis on every request, far above what a row can send: never refuses.
+    rateLimits: { policies: [{ name: 'bench', key: 'principal', limit: 1_000_000_000, window: '60s' }] },
+    // auth.jwt left at its defaults: no JWKS configured, so the data dir's development issuer
+    // (the one that signs the bench's token) is trusted, and verified tokens are cached.
+  };
+}
+
+/** Environment of a child: the caller's, minus anything that would point it elsewhere. */
+function childEnv(settings: Settings, overrides: Record<string, string>): NodeJS.ProcessEnv {
+  const base = { ...process.env };
+  for (const name of Object.keys(base)) {
+    if (name.startsWith('PORTICO_') || ['DATABASE_URL', 'REDIS_URL', 'GATEWAY_PORT'].includes(name))
+      delete base[name];
+  }
+  return { ...base, LOG_LEVEL: settings.logLevel, ...overrides };
+}
+
+async function answers(url: string, dispatcher?: Agent, status = 200): Promise<boolean> {
+  const response = await request(url, dispatcher === undefined ? {} : { dispatcher });
+  await response.body.dump();
+  return status === 0 || response.statusCode === status;
+}
+
+/** The extra node flags for the gateways (BENCH_GATEWAY_NODE_ARGS, e.g. `--cpu-prof`). */
+function gatewayNodeArgs(): string[] {
+  return (process.env['BENCH_GATEWAY_NODE_ARGS'] ?? '').split(' ').filter((arg) => arg !== '');
+}
+
+/**
+ * The gateway as it ships: the built output, with the node flags of the `gateway` npm script
+ * (`node [flags] dist/gateway/main.js`), so the bench measures the command production runs.
+ */
+export function shippedGatewayCommand(): string[] {
+  const scripts = (
+    JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
+  ).scripts;
+  const [node, ...args] = (scripts['gateway'] ?? '').split(' ').filter((part) => part !== '');
+  const entry = args.at(-1);
+  if (node !== 'node' || entry === undefined || !entry.endsWith('.js'))
+    throw new Error(`the gateway npm script is not "node [flags] FILE.js": ${scripts['gateway']}`);
+  return [...args.slice(0, -1), join(ROOT, entry)];
+}
+
+async function startService(stores: BenchStores, placement: Placement, dir: string, settings: Settings) {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  // Gateway and service share the data dir: its assertion keys and development issuer.
+  const service = startNode([join(ROOT, 'resource-service/main.ts')], {
+    cpu: placement.others,
+    logFile: join(dir, 'service.stderr'),
+    env: childEnv(settings, {
+      SERVICE_PORT: String(port),
+      SERVICE_HOST: '127.0.0.1',
+      DATABASE_URL: stores.databaseUrl,
+      PORTICO_DATA_DIR: dir,
+    }),
+  });
+  await waitUntil('resource service', service, () => answers(`${url}/healthz`));
+  return { service, url };
+}
+
+async function startMainGateway(
+  stores: BenchStores,
+  placement: Placement,
+  dir: string,
+  settings: Settings,
+  serviceUrl: string,
+): Promise<GatewayProcess> {
+  const [port, adminPort] = [await freePort(), await freePort()];
+  const auditLog = join(dir, 'audit.log');
+  writeFileSync(join(dir, 'gateway.json'), JSON.stringify(gatewayConfig(serviceUrl)));
+  const gateway = startNode([...gatewayNodeArgs(), ...shippedGatewayCommand()], {
+    cpu: placement.measured,
+    logFile: join(dir, 'gateway.stderr'),
+    env: childEnv(settings, {
+      GATEWAY_PORT: String(port),
+      ADMIN_PORT: String(adminPort),
+      PORTICO_CONFIG: join(dir, 'gateway.json'),
+      PORTICO_DATA_DIR: dir,
+      PORTICO_AUDIT_LOG: auditLog,
+      REDIS_URL: stores.redisUrl,
+      PORTICO_REDIS_PREFIX: stores.redisPrefix,
+    }),
+  });
+  const admin = `http://127.0.0.1:${adminPort}`;
+  await waitUntil('gateway', gateway, () => answers(`${admin}/readyz`));
+  return { process: gateway, url: `https://127.0.0.1:${port}`, admin, auditLog };
+}
+
+async function startPeer(
+  name: string,
+  upstream: string,
+  placement: Placement,
+  dir: string,
+  files: { certFile: string; keyFile: string; cert: string },
+) {
+  const port = await freePort();
+  const url = `https://127.0.0.1:${port}`;
+  const peer = startNode(
+    [join(ROOT, 'scripts/bench/http-proxy-peer.ts'), upstream, String(port), files.certFile, files.keyFile],
+    { cpu: placement.measured, logFile: join(dir, `${name}.stderr`) },
+  );
+  const tls = new Agent({ connect: { ca: files.cert } });
+  // Any answer means it listens (the service answers 401 without an assertion).
+  await waitUntil(name, peer, () => answers(`${url}/v1/orders`, tls, 0));
+  await tls.close();
+  return { process: peer, url };
+}
+
+async function startLadder(
+  stores: BenchStores,
+  placement: Placement,
+  dir: string,
+  files: { certFile: string; keyFile: string },
+  upstream: string,
+): Promise<GatewayProcess[]> {
+  return Promise.all(
+    RUNGS.map(async (rung, index) => {
+      const [port, adminPort] = [await freePort(), await freePort()];
+      const options: LadderGatewayOptions = {
+        rung: index,
+        port,
+        adminPort,
+        upstream,
+        certFile: files.certFile,
+        keyFile: files.keyFile,
+        dataDir: dir,
+        redisUrl: stores.redisUrl,
+        redisPrefix: `${stores.redisPrefix}ladder${index}:`,
+        auditLog: join(dir, `ladder${index}-audit.log`),
+      };
+      const child = startNode(
+        [...gatewayNodeArgs(), join(ROOT, 'scripts/bench/ladder-gateway.ts'), JSON.stringify(options)],
+        { cpu: placement.measured, logFile: join(dir, `ladder${index}.stderr`) },
+      );
+      const admin = `http://127.0.0.1:${adminPort}`;
+      await waitUntil(rung.name, child, () => answers(`${admin}/readyz`));
+      return {
+        process: child,
+        url: `https://127.0.0.1:${port}`,
+        admin,
+        ...(rung.accounting ? { auditLog: options.auditLog } : {}),
+      };
+    }),
+  );
+}
+
+export async function startProcesses(
+  stores: BenchStores,
+  placement: Placement,
+  dir: string,
+  settings: Settings,
+): Promise<Running> {
+  const files = await writeCertificate(dir);
+  const { service, url: serviceUrl } = await startService(stores, placement, dir, settings);
+  const gateway = await startMainGateway(stores, placement, dir, settings, serviceUrl);
+  const peer = await startPeer('peer', serviceUrl, placement, dir, files);
+
+  const staticPort = await freePort();
+  const staticUrl = `http://127.0.0.1:${staticPort}`;
+  const upstream = startNode([join(ROOT, 'scripts/bench/static-upstream.ts'), String(staticPort)], {
+    cpu: placement.others,
+    logFile: join(dir, 'static-upstream.stderr'),
+  });
+  await waitUntil('static upstream', upstream, () => answers(`${staticUrl}/v1/orders/static`));
+  const staticPeer = await startPeer('static-peer', staticUrl, placement, dir, files);
+  const ladder = await startLadder(stores, placement, dir, files, staticUrl);
+  return { dir, caCert: files.cert, placement, service, serviceUrl, gateway, peer, staticPeer, ladder };
+}
+
+/** Names of the children whose stderr a failed run prints. */
+export function childLogNames(): string[] {
+  return [
+    'service',
+    'gateway',
+    'peer',
+    'static-upstream',
+    'static-peer',
+    ...RUNGS.map((_, i) => `ladder${i}`),
+  ];
+}

@@ -1,0 +1,162 @@
+/**
+ * What each row of `npm run bench` sends, to which process, and what it must get back: the
+ * main rows on the resource service (direct, gateway miss / hit / 304, http-proxy peer), then
+ * the cost ladder on the static upstream (peer, then one gateway per rung).
+ */
+import { randomUUID } from 'node:crypto';
+import type { ChildProcess } from 'node:child_process';
+import type { Agent } from 'undici';
+import { request } from 'undici';
+import { loadAssertionKeys } from '../../shared/assertion-keys.ts';
+import { signAssertion } from '../../shared/identity-assertion.ts';
+import { loadOrCreateDevIssuer } from '../../gateway/identity/dev-issuer.ts';
+import { RUNGS } from './ladder.ts';
+import type { GatewayProcess, Running } from './processes.ts';
+
+const CUSTOMER = 'cus_bench';
+const SCOPES = ['orders:read', 'orders:write'];
+
+export interface Row {
+  name: string;
+  group: 'main' | 'ladder';
+  /** The process whose CPU and memory the row measures, and what it is. */
+  measured: { process: ChildProcess; role: 'service' | 'peer' | 'gateway' };
+  /** A gateway's admin origin and audit log, for the row's counters. */
+  gateway?: GatewayProcess;
+  url: string;
+  headers: () => Record<string, string>;
+  expectedStatus: number;
+  note: string;
+}
+
+/** Creates an order through the gateway, as a client would; returns its id. */
+async function createOrder(gatewayUrl: string, token: string, tls: Agent): Promise<string> {
+  const response = await request(`${gatewayUrl}/v1/orders`, {
+    method: 'POST',
+    dispatcher: tls,
+    headers: {
+      authorization: `Bearer ${token}`,
+      'content-type': 'application/json',
+      'idempotency-key': randomUUID(),
+    },
+    body: JSON.stringify({ items: [{ sku: 'SKU-1', quantity: 2, unit_price: 1250 }], currency: 'EUR' }),
+  });
+  const body = (await response.body.json()) as { id?: string };
+  if (response.statusCode !== 201 || body.id === undefined)
+    throw new Error(`creating an order answered ${response.statusCode}: ${JSON.stringify(body)}`);
+  return body.id;
+}
+
+/** The current ETag of `url`, read from the service itself so the gateway's cache stays empty. */
+async function currentEtag(url: string, headers: Record<string, string>, tls: Agent): Promise<string> {
+  const response = await request(url, { headers, dispatcher: tls });
+  await response.body.dump();
+  const etag = response.headers['etag'];
+  if (response.statusCode !== 200 || typeof etag !== 'string')
+    throw new Error(`GET ${url} from the service answered ${response.statusCode} without an ETag`);
+  return etag;
+}
+
+export async function defineRows(running: Running, tls: Agent): Promise<Row[]> {
+  const issuer = loadOrCreateDevIssuer(running.dir);
+  const token = await issuer.sign(
+    { sub: 'bench-user', client_id: 'bench', customer_id: CUSTOMER, scope: SCOPES.join(' ') },
+    3600,
+  );
+  const bearer = { authorization: `Bearer ${token}` };
+  const cachedOrder = await createOrder(running.gateway.url, token, tls);
+  const missOrder = await createOrder(running.gateway.url, token, tls);
+  const path = `/v1/orders/${cachedOrder}`;
+  const [key] = loadAssertionKeys({}, running.dir);
+  // What the gateway would add: the service refuses any request without it. Minted per round
+  // (it lives at most 120 s), for the one method and target the row sends.
+  const assertion = () => ({
+    ...bearer,
+    'portico-identity': signAssertion(
+      key!,
+      { subject: 'bench-user', customerId: CUSTOMER, scopes: SCOPES, authMethod: 'jwt' },
+      { method: 'GET', target: path, requestId: 'bench' },
+      { lifetimeSeconds: 120 },
+    ),
+  });
+  const etag = await currentEtag(`${running.serviceUrl}${path}`, assertion(), tls);
+  const gateway = { process: running.gateway.process, role: 'gateway' as const };
+  const main: Row[] = [
+    {
+      name: 'direct service',
+      group: 'main',
+      measured: { process: running.service, role: 'service' },
+      url: `${running.serviceUrl}${path}`,
+      headers: assertion,
+      expectedStatus: 200,
+      note: 'plain HTTP straight to the service, client sends the signed assertion',
+    },
+    {
+      name: 'gateway, cache miss',
+      group: 'main',
+      measured: gateway,
+      gateway: running.gateway,
+      url: `${running.gateway.url}/v1/orders/${missOrder}`,
+      headers: () => ({ ...bearer, 'cache-control': 'no-store' }),
+      expectedStatus: 200,
+      note: 'full pipeline; request no-store: looked up, never stored',
+    },
+    {
+      name: 'gateway, cache hit',
+      group: 'main',
+      measured: gateway,
+      gateway: running.gateway,
+      url: `${running.gateway.url}${path}`,
+      headers: () => bearer,
+      expectedStatus: 200,
+      note: 'full pipeline, answered from the cache',
+    },
+    {
+      name: 'gateway, 304 at edge',
+      group: 'main',
+      measured: gateway,
+      gateway: running.gateway,
+      url: `${running.gateway.url}${path}`,
+      headers: () => ({ ...bearer, 'if-none-match': etag }),
+      expectedStatus: 304,
+      note: 'If-None-Match = current ETag, fresh entry: 304, no upstream call',
+    },
+    {
+      name: 'http-proxy 1.18.1 (peer)',
+      group: 'main',
+      measured: { process: running.peer.process, role: 'peer' },
+      url: `${running.peer.url}${path}`,
+      headers: assertion,
+      expectedStatus: 200,
+      note: 'HTTPS + keep-alive pass-through: no auth/limit/cache/audit/log',
+    },
+  ];
+  return [...main, ...ladderRows(running, bearer)];
+}
+
+function ladderRows(running: Running, bearer: Record<string, string>): Row[] {
+  // The same request on every rung: the rungs without authentication ignore the token.
+  const headers = () => ({ ...bearer, 'cache-control': 'no-store' });
+  const peer: Row = {
+    name: 'ladder 0: http-proxy (peer)',
+    group: 'ladder',
+    measured: { process: running.staticPeer.process, role: 'peer' },
+    url: `${running.staticPeer.url}/v1/orders/static`,
+    headers,
+    expectedStatus: 200,
+    note: 'the peer on the same static upstream, for reference',
+  };
+  return [
+    peer,
+    ...RUNGS.map((rung, index): Row => ({
+      name: rung.name,
+      group: 'ladder',
+      measured: { process: running.ladder[index]!.process, role: 'gateway' },
+      gateway: running.ladder[index]!,
+      url: `${running.ladder[index]!.url}/v1/orders/static`,
+      headers,
+      expectedStatus: 200,
+      note: rung.note,
+    })),
+  ];
+}
