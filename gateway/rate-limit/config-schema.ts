@@ -29,7 +29,7 @@ export const RateLimitPolicySchema = Type.Object(
       enum: ['principal', 'customer', 'apiKey', 'ip'],
       default: 'principal',
       description:
-        'What is counted: the authenticated principal, its customer (all its tokens and keys together), the API key (only requests made with one), or the client address.',
+        'What is counted: the authenticated principal (for requests without one, on `auth: none` routes, the client address), its customer (all its tokens and keys together), the API key (only requests made with one), or the client address.',
     }),
     limit: Type.Integer({ minimum: 1, maximum: 1_000_000_000, description: 'Requests allowed per window.' }),
     window: Duration('Length of the fixed window.', '60s'),

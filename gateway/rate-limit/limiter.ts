@@ -83,7 +83,9 @@ function subjectKey(policy: RateLimitPolicyConfig, subject: RateLimitSubject): s
     case 'apiKey':
       return p?.authMethod === 'apikey' ? p.keyId : undefined;
     case 'principal':
-      return p === undefined ? undefined : `${p.authMethod}:${p.keyId ?? p.subject}`;
+      // Without a principal (an `auth: none` route) the caller is its address, so that
+      // unauthenticated traffic is limited too; `ip:` keeps it apart from `jwt:`/`apikey:` keys.
+      return p === undefined ? `ip:${subject.clientIp}` : `${p.authMethod}:${p.keyId ?? p.subject}`;
   }
 }
 
