@@ -1,7 +1,7 @@
 /**
  * The resource service as a polka app. Every request passes, in order,
- *   request id → public routes (OpenAPI document, health) → identity assertion → customer row
- *   → the route table,
+ *   request id → canonical path → public routes (OpenAPI document, health) → identity
+ *   assertion → customer row → the route table,
  * and every error leaves as problem+json through one handler and one mapping (http/problems.ts).
  */
 import { randomUUID } from 'node:crypto';
@@ -9,6 +9,7 @@ import polka from 'polka';
 import type { Polka } from 'polka';
 import type { Logger } from 'pino';
 import type { Sql } from 'postgres';
+import { isCanonicalPath } from '../shared/canonical-path.ts';
 import { HttpProblem, sendProblem } from '../shared/errors.ts';
 import type { AssertionKey } from '../shared/identity-assertion.ts';
 import { isWellFormedRequestId } from '../shared/request-id.ts';
@@ -20,7 +21,7 @@ import type { ServiceRequest } from './http/request.ts';
 import { NO_STORE, sendJson } from './http/respond.ts';
 import { buildOpenApiDocument } from './openapi.ts';
 import type { RouteContext } from './routes/context.ts';
-import { registerRoutes } from './routes/register.ts';
+import { exactPattern, registerRoutes } from './routes/register.ts';
 import { ROUTE_TABLE } from './routes/table.ts';
 
 export interface ServiceOptions {
@@ -70,13 +71,25 @@ export function createServiceApp(options: ServiceOptions): Polka<ServiceRequest>
     void next();
   });
 
+  // One spelling per path (shared/canonical-path.ts): the gateway refuses the others before
+  // limiting or caching them, and so does the service, which may be reached by another way.
+  app.use((req, _res, next) => {
+    if (!isCanonicalPath(req.path))
+      throw new HttpProblem('ERR_ROUTE_NOT_FOUND', 'Nothing is served at this spelling of a path');
+    void next();
+  });
+
   // Public: the API description, and the probe a load balancer uses.
-  app.get('/v1/openapi.json', (_req, res) => {
+  app.get(exactPattern('/v1/openapi.json'), (req, res) => {
+    // A public, cached document: a query string it ignored would be one more stored copy
+    // per value, for anyone to fill the gateway's cache with.
+    if ((req.search ?? '') !== '')
+      throw new HttpProblem('ERR_INVALID_PARAMETER', 'the OpenAPI document takes no query parameters');
     res.setHeader('Content-Type', 'application/json');
     res.setHeader('Cache-Control', 'public, max-age=300');
     res.end(openApi);
   });
-  app.get('/healthz', async (_req, res) => {
+  app.get(exactPattern('/healthz'), async (_req, res) => {
     await sql`select 1`;
     sendJson(res, { status: 200, body: { status: 'ok' }, cache: NO_STORE });
   });

@@ -11,11 +11,14 @@
  *   Content-Location that RFC 9111 section 4.4 already covers: paying an order changes the
  *   order and the invoice list, not only /v1/payments.
  */
+import { canonicalPath } from './canonical-path.ts';
+
 export const GATEWAY_CACHE_CONTROL = 'portico-cache-control';
 export const CACHE_INVALIDATES = 'portico-invalidates';
 
+/** The header value for these paths, each in its canonical spelling (the one the gateway caches under). */
 export function formatInvalidates(paths: readonly string[]): string {
-  return paths.map((path) => `<${path}>`).join(', ');
+  return paths.map((path) => `<${canonicalPath(path) ?? path}>`).join(', ');
 }
 
 /** Paths of a `Portico-Invalidates` value; malformed members are skipped. */

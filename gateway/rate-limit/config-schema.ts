@@ -4,6 +4,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import type { Static } from '@sinclair/typebox';
+import { canonicalPath, isCanonicalPath } from '../../shared/canonical-path.ts';
 
 /** `30s`, `1m`, `2h`, `1d`, or a whole number of seconds. */
 export const DURATION_PATTERN = '^[1-9][0-9]*(s|m|h|d)?$';
@@ -42,7 +43,8 @@ export const RateLimitPolicySchema = Type.Object(
           path: Type.Optional(
             Type.String({
               pattern: '^/',
-              description: 'Only this path and the paths below it (segment-wise prefix).',
+              description:
+                'Only this path and the paths below it (segment-wise prefix), spelled as requests must be: case as the service has it, percent-encoding only where a character must be encoded (`/v1/customers/cus:1`, not `cus%3A1`).',
             }),
           ),
         },
@@ -102,7 +104,11 @@ export const DEFAULT_RATE_LIMITS: RateLimitsConfig = {
   authFailures: { limit: 20, window: '60s' },
 };
 
-/** What the schema cannot say: policy names are unique (they name the headers and the audit). */
+/**
+ * What the schema cannot say: policy names are unique (they name the headers and the audit),
+ * and a policy's path is spelled canonically, the only spelling a request can reach it by
+ * (shared/canonical-path.ts); a trailing slash is allowed and ignored.
+ */
 export function checkRateLimits(config: RateLimitsConfig): string[] {
   const problems: string[] = [];
   const seen = new Set<string>();
@@ -110,6 +116,14 @@ export function checkRateLimits(config: RateLimitsConfig): string[] {
     if (seen.has(policy.name))
       problems.push(`rateLimits.policies[${index}].name: duplicate policy name "${policy.name}"`);
     seen.add(policy.name);
+    const path = policy.match?.path;
+    if (path !== undefined && path !== '/' && !isCanonicalPath(path.replace(/\/$/, ''))) {
+      const canonical = canonicalPath(path);
+      problems.push(
+        `rateLimits.policies[${index}].match.path: requests never arrive spelled "${path}"` +
+          (canonical === undefined ? '' : `; write "${canonical}"`),
+      );
+    }
   });
   return problems;
 }

@@ -17,12 +17,13 @@ export function ownerScope(principal: Principal): OwnerScope {
   return isAdmin(principal) ? 'all-customers' : { customerId: principal.customerId };
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** Lower case only: PostgreSQL writes UUIDs so, and an upper-case alias would be a second path. */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** A path id that cannot exist is answered like one that does not: 404, same body. */
 export function uuidParam(value: string | undefined, what: string): string {
   if (value === undefined || !UUID.test(value)) throw notFound(what);
-  return value.toLowerCase();
+  return value;
 }
 
 export function notFound(what: string): HttpProblem {

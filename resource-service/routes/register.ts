@@ -8,9 +8,21 @@ import type { ServiceRequest } from '../http/request.ts';
 import type { RouteContext } from './context.ts';
 import type { Resource } from './route.ts';
 
-/** `/v1/orders/{id}` → `/v1/orders/:id`. */
-export function polkaPattern(path: string): string {
-  return path.replace(/\{([^}]+)\}/g, ':$1');
+/**
+ * `/v1/orders/{id}` → `/^\/v1\/orders\/(?<id>[^/]+)$/`: exactly that path, case-sensitive, no
+ * trailing slash. Polka's string patterns ignore case and take a trailing slash, and each such
+ * alias is a second spelling that the gateway's limits and cache would key apart
+ * (shared/canonical-path.ts); the service knows one spelling per resource.
+ */
+export function exactPattern(path: string): RegExp {
+  const source = path
+    .split(/(\{[^}]+\})/)
+    .map((part) => {
+      const name = /^\{([A-Za-z_][A-Za-z0-9_]*)\}$/.exec(part)?.[1];
+      return name === undefined ? part.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&') : `(?<${name}>[^/]+)`;
+    })
+    .join('');
+  return new RegExp(`^${source}$`);
 }
 
 /** What `Allow` lists for a path: polka answers HEAD with the GET handler, and OPTIONS is ours. */
@@ -20,7 +32,7 @@ export function allowedMethods(resource: Resource): string[] {
 }
 
 /** Registered after a path's handlers, so that it answers only the methods none of them took. */
-function answerOtherMethods(app: Polka<ServiceRequest>, pattern: string, allow: string): void {
+function answerOtherMethods(app: Polka<ServiceRequest>, pattern: RegExp, allow: string): void {
   app.all(pattern, (req, res) => {
     if (req.method === 'OPTIONS') {
       res.statusCode = 204;
@@ -41,7 +53,7 @@ export function registerRoutes(
   ctx: RouteContext,
 ): void {
   for (const resource of table) {
-    const pattern = polkaPattern(resource.path);
+    const pattern = exactPattern(resource.path);
     for (const { method, handle } of resource.operations) {
       app.add(method, pattern, (req, res) => handle(req, res, ctx));
     }

@@ -4,7 +4,7 @@
  * a path allows (and none it does not).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rawRequest, startTestService } from '../support/service.ts';
+import { rawRequest, SAMPLE_ORDER, startTestService } from '../support/service.ts';
 import type { TestService } from '../support/service.ts';
 
 let service: TestService;
@@ -63,5 +63,45 @@ describe('the route table', () => {
       const served = allow.split(', ').filter((method) => method !== 'HEAD' && method !== 'OPTIONS');
       expect(described, doc).toEqual(served);
     }
+  });
+
+  it('serves each path under one spelling only, even to a caller with a valid assertion', async () => {
+    const client = service.as({ customerId: `cus:${SOME_ID.slice(0, 8)}${Date.now()}` });
+    const me = client.principal.customerId;
+    const created = await client.request('POST', '/v1/orders', { body: SAMPLE_ORDER });
+    expect(created.status).toBe(201);
+    const id: string = created.body.id;
+    const canonical = [`/v1/orders/${id}`, `/v1/customers/${me}/invoices`, '/v1/orders', '/v1/users/me'];
+    for (const path of canonical) expect((await client.request('GET', path)).status, path).toBe(200);
+    const aliases = [
+      '/v1/ORDERS',
+      '/v1/orders/',
+      '/v1//orders',
+      '/v1/%6Frders',
+      `/v1/Orders/${id}`,
+      `/v1/orders/${id}/`,
+      `/v1/customers/${me.replace(':', '%3A')}/invoices`,
+      `/v1/customers/${me}/INVOICES`,
+      '/v1/users/me/',
+      '/v1/OPENAPI.JSON',
+      '/v1/openapi.json/',
+    ];
+    for (const path of aliases) {
+      const alias = await client.request('GET', path);
+      expect(alias.status, path).toBe(404);
+      expect(alias.body.code, path).toBe('ERR_ROUTE_NOT_FOUND');
+    }
+    const upper = await client.request('GET', `/v1/orders/${id.toUpperCase()}`);
+    expect(upper.status).toBe(404);
+    expect(upper.body.code).toBe('ERR_NOT_FOUND');
+  });
+
+  it('answers the public OpenAPI document at one URL: a query string is refused, not stored again', async () => {
+    expect((await rawRequest(service.url, 'GET', '/v1/openapi.json')).status).toBe(200);
+    const flush = await rawRequest(service.url, 'GET', '/v1/openapi.json?flush=1');
+    expect(flush.status).toBe(400);
+    expect(flush.body.code).toBe('ERR_INVALID_PARAMETER');
+    expect(flush.headers.get('cache-control')).toBe('no-store');
+    expect((await rawRequest(service.url, 'GET', '/v1/openapi.json?&&')).status).toBe(400);
   });
 });

@@ -47,7 +47,12 @@ export interface Portico {
 const CUSTOMER_SCOPES = ['orders:read', 'orders:write', 'payments:write', 'invoices:read'];
 
 export async function startPortico(
-  options: { config?: Record<string, unknown>; redis?: Redis; dataDir?: string } = {},
+  options: {
+    /** Config on top of the one `/v1` route; a function gets the service's URL, for routes of its own. */
+    config?: Record<string, unknown> | ((serviceUrl: string) => Record<string, unknown>);
+    redis?: Redis;
+    dataDir?: string;
+  } = {},
 ): Promise<Portico> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'portico-e2e-'));
   const assertionKeys = loadAssertionKeys({}, dataDir);
@@ -56,7 +61,7 @@ export async function startPortico(
   const certificate = await createTestCertificate();
   const { config } = parseConfig({
     routes: [{ prefix: '/v1', upstream: service.url, cache: true }],
-    ...options.config,
+    ...(typeof options.config === 'function' ? options.config(service.url) : options.config),
     listener: { tls: { certFile: certificate.certFile, keyFile: certificate.keyFile } },
   });
   const auditLog = join(dataDir, 'audit.log');
