@@ -19,6 +19,16 @@ export const CacheConfigSchema = Type.Object(
       description:
         'Memory the stored responses (bodies, headers, keys) may take; least recently used go first.',
     }),
+    maxOwnerShare: Type.Number({
+      exclusiveMinimum: 0,
+      maximum: 1,
+      default: 0.125,
+      description:
+        'Largest share of maxBytes that the entries of one owner may take: one customer (under all its scope ' +
+        "sets together), or the shared entries any caller may get (public routes). Past it, that owner's own " +
+        'least recently used entries go first, so that one caller, or one public route flooded with query ' +
+        "strings, cannot evict everyone else's.",
+    }),
     maxEntryBytes: Type.Integer({
       minimum: 0,
       default: 1024 * 1024,

@@ -2,6 +2,11 @@
  * Stored responses in an LRU bounded by bytes, with the two indexes the cache needs: by
  * partition and target (the variants of one URI, RFC 9111 section 4.1) and by path (what an
  * invalidation drops: every query string, every partition).
+ *
+ * Each entry also counts against its owner's budget (a customer, or the shared entries): past
+ * it, the owner's own least recently used entries are evicted first. One LRU alone lets any
+ * caller evict every other's entries by storing new ones (distinct query strings cost nothing);
+ * with the budget, a flood fills only its own owner's share.
  */
 import { LRUCache } from 'lru-cache';
 import type { Policy } from './policy.ts';
@@ -12,6 +17,8 @@ export interface StoredResponse {
   readonly key: string;
   readonly primary: string;
   readonly path: string;
+  /** Whose byte budget the entry counts against (partition.ts). */
+  readonly owner: string;
   readonly status: number;
   /** As received, less what is never stored (hop-by-hop, per-request fields). */
   readonly headers: Record<string, string | string[]>;
@@ -59,10 +66,53 @@ export interface EntryStore {
   readonly size: number;
 }
 
-/** A store holding at most `maxBytes` (see entrySize). */
-export function createEntryStore(maxBytes: number): EntryStore {
+/** Keys of one owner's entries, least recently used first, and the bytes they take. */
+interface OwnerShare {
+  keys: Set<string>;
+  bytes: number;
+}
+
+/**
+ * The per-owner budget: an insertion-ordered set per owner, re-inserted on use, so that its
+ * first key is the owner's least recently used entry.
+ */
+function createOwnerShares(maxOwnerBytes: number, evict: (key: string) => void) {
+  const owners = new Map<string, OwnerShare>();
+  return {
+    add(entry: StoredResponse): void {
+      let share = owners.get(entry.owner);
+      if (share === undefined) owners.set(entry.owner, (share = { keys: new Set(), bytes: 0 }));
+      if (share.keys.has(entry.key)) return; // the same entry again: counted already
+      share.keys.add(entry.key);
+      share.bytes += entrySize(entry);
+      // Never the entry just added: set() refused it if it alone is over the budget.
+      for (const key of share.keys) {
+        if (share.bytes <= maxOwnerBytes || key === entry.key) break;
+        evict(key);
+      }
+    },
+    remove(entry: StoredResponse): void {
+      const share = owners.get(entry.owner);
+      if (share === undefined || !share.keys.delete(entry.key)) return;
+      share.bytes -= entrySize(entry);
+      if (share.keys.size === 0) owners.delete(entry.owner);
+    },
+    touch(entry: StoredResponse): void {
+      const keys = owners.get(entry.owner)?.keys;
+      if (keys?.delete(entry.key) === true) keys.add(entry.key);
+    },
+    clear: () => owners.clear(),
+  };
+}
+
+/**
+ * A store holding at most `maxBytes` (see entrySize), and at most `maxOwnerBytes` per owner
+ * (`maxBytes` when absent).
+ */
+export function createEntryStore(maxBytes: number, maxOwnerBytes = maxBytes): EntryStore {
   const byPrimary = new Map<string, Set<string>>();
   const byPath = new Map<string, Set<string>>();
+  const shares = createOwnerShares(maxOwnerBytes, (key) => lru.delete(key));
   const index = (map: Map<string, Set<string>>, name: string, key: string) => {
     let keys = map.get(name);
     if (keys === undefined) map.set(name, (keys = new Set()));
@@ -78,6 +128,7 @@ export function createEntryStore(maxBytes: number): EntryStore {
     maxSize: Math.max(1, maxBytes),
     sizeCalculation: (entry) => entrySize(entry),
     dispose: (entry, key, reason) => {
+      shares.remove(entry);
       // A replaced entry keeps its key in the indexes: the new value took its place.
       if (reason === 'set') return;
       unindex(byPrimary, entry.primary, key);
@@ -91,18 +142,22 @@ export function createEntryStore(maxBytes: number): EntryStore {
   };
   return {
     set(entry) {
-      if (maxBytes === 0 || entrySize(entry) > maxBytes) return false;
+      const size = entrySize(entry);
+      if (maxBytes === 0 || size > maxBytes || size > maxOwnerBytes) return false;
       lru.set(entry.key, entry);
       if (!lru.has(entry.key)) return false;
       index(byPrimary, entry.primary, entry.key);
       index(byPath, entry.path, entry.key);
+      shares.add(entry);
       return true;
     },
     variants(primary) {
       const out: StoredResponse[] = [];
       for (const key of byPrimary.get(primary) ?? []) {
         const entry = lru.get(key);
-        if (entry !== undefined) out.push(entry);
+        if (entry === undefined) continue;
+        shares.touch(entry);
+        out.push(entry);
       }
       return out;
     },
@@ -122,6 +177,7 @@ export function createEntryStore(maxBytes: number): EntryStore {
       lru.clear();
       byPrimary.clear();
       byPath.clear();
+      shares.clear();
       return count;
     },
     get bytes() {

@@ -144,7 +144,10 @@ export function createHttpCache(config: CacheConfig, deps: HttpCacheDeps): HttpC
     heuristicFraction: config.heuristicFraction,
     maxHeuristicSeconds: config.maxHeuristicSeconds,
   });
-  const store: EntryStore = createEntryStore(config.maxBytes);
+  const store: EntryStore = createEntryStore(
+    config.maxBytes,
+    Math.floor(config.maxBytes * config.maxOwnerShare),
+  );
   const fills = new Map<string, Set<Fill>>();
   const counts = { hit: 0, miss: 0, stale: 0, revalidated: 0, bypass: 0, stored: 0, invalidated: 0 };
 
@@ -290,6 +293,7 @@ export function createHttpCache(config: CacheConfig, deps: HttpCacheDeps): HttpC
           key: entryKey(primary, varyValues),
           primary,
           path: request.path,
+          owner: where.owner,
           status: response.status,
           headers,
           body,

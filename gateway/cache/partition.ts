@@ -26,16 +26,24 @@ export interface Caller {
   authenticated: boolean;
   /** The caller's own partition, when a principal is known. */
   own?: string;
+  /**
+   * Whose byte budget the caller's own entries count against (entry-store.ts): its customer,
+   * whatever the scopes, so that more scope sets do not buy a customer more of the cache.
+   */
+  owner?: string;
 }
+
+const digest = (value: unknown) => createHash('sha256').update(JSON.stringify(value)).digest('base64url');
 
 /** The caller's partition: customer, sorted scopes and the admin marker, digested. */
 export function callerOf(principal: Principal | undefined, headers: IncomingHttpHeaders): Caller {
   if (principal === undefined) return { authenticated: headers.authorization !== undefined };
   const scopes = [...new Set(principal.scopes)].sort().join(' ');
-  const digest = createHash('sha256')
-    .update(JSON.stringify([principal.customerId, scopes, isAdmin(principal)]))
-    .digest('base64url');
-  return { authenticated: true, own: `c:${digest}` };
+  return {
+    authenticated: true,
+    own: `c:${digest([principal.customerId, scopes, isAdmin(principal)])}`,
+    owner: `o:${digest(principal.customerId)}`,
+  };
 }
 
 /** Partitions to look in, most specific first. */
@@ -43,13 +51,17 @@ export function lookupPartitions(caller: Caller): string[] {
   return caller.own === undefined ? [SHARED_PARTITION] : [caller.own, SHARED_PARTITION];
 }
 
+/** Where a response is stored: its partition, and the owner whose budget it counts against. */
+export type Placement = { partition: string; owner: string };
+
+const SHARED: Placement = { partition: SHARED_PARTITION, owner: SHARED_PARTITION };
+
 /** The partition a response is stored in, or the reason it is not stored. */
-export function storePartition(
-  caller: Caller,
-  semantics: ResponseSemantics,
-): { partition: string } | { reason: string } {
-  if (!caller.authenticated) return { partition: SHARED_PARTITION };
+export function storePartition(caller: Caller, semantics: ResponseSemantics): Placement | { reason: string } {
+  if (!caller.authenticated) return SHARED;
   if (semantics.targeted)
-    return caller.own === undefined ? { reason: 'authorization' } : { partition: caller.own };
-  return semantics.sharableWithAuthorization ? { partition: SHARED_PARTITION } : { reason: 'authorization' };
+    return caller.own === undefined || caller.owner === undefined
+      ? { reason: 'authorization' }
+      : { partition: caller.own, owner: caller.owner };
+  return semantics.sharableWithAuthorization ? SHARED : { reason: 'authorization' };
 }

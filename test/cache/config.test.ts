@@ -14,6 +14,7 @@ describe('cache config', () => {
     expect(config).toEqual({
       enabled: true,
       maxBytes: 64 * 1024 * 1024,
+      maxOwnerShare: 0.125,
       maxEntryBytes: 1024 * 1024,
       heuristicFraction: 0.1,
       maxHeuristicSeconds: 86400,
@@ -26,6 +27,8 @@ describe('cache config', () => {
       { heuristicFraction: 2 },
       { enabled: 'yes' },
       { maxEntryBytes: 1.5 },
+      { maxOwnerShare: 0 },
+      { maxOwnerShare: 1.5 },
       { ttl: 5 },
     ])
       expect(validate(structuredClone(bad)), JSON.stringify(bad)).toBe(false);

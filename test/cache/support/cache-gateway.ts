@@ -33,6 +33,7 @@ export const PROXY_CONFIG = {
 export const CACHE_DEFAULTS: CacheConfig = {
   enabled: true,
   maxBytes: 8 * 1024 * 1024,
+  maxOwnerShare: 0.125,
   maxEntryBytes: 64 * 1024,
   heuristicFraction: 0.1,
   maxHeuristicSeconds: 86400,
