@@ -87,8 +87,23 @@ function beginSurvivingLostConnections(begin: Sql['begin']): Sql['begin'] {
   return guarded as Sql['begin'];
 }
 
+/**
+ * libpq's spelling of a Unix socket, `?host=/directory` (the embedded database's URL uses it),
+ * as porsager's `path`: porsager reads no socket from a URL, and would send `host` to the
+ * server as a setting instead.
+ */
+export function unixSocketOf(url: string): { url: string; path?: string } {
+  if (!/[?&]host=%2F|[?&]host=\//i.test(url)) return { url };
+  const parsed = new URL(url);
+  const dir = parsed.searchParams.get('host') ?? '';
+  parsed.searchParams.delete('host');
+  return { url: parsed.toString(), path: `${dir}/.s.PGSQL.${parsed.port || '5432'}` };
+}
+
 export function connectDatabase(options: DatabaseOptions): Sql {
-  const sql = postgres(options.url, {
+  const target = unixSocketOf(options.url);
+  const sql = postgres(target.url, {
+    ...(target.path === undefined ? {} : { path: target.path }),
     max: options.max ?? 10,
     idle_timeout: 30,
     connect_timeout: CONNECT_TIMEOUT_SECONDS,
