@@ -64,13 +64,43 @@ export const oneOf =
       ? (raw as T)
       : { error: `must be one of ${values.join(', ')}` };
 
-const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/i;
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.\d{1,9})?(?:Z|[+-](\d{2}):(\d{2}))$/i;
+const TIMESTAMP_FORMAT = 'must be an RFC 3339 date-time such as 2026-01-31T12:00:00Z';
+/**
+ * The instants a parameter may name: PostgreSQL has no year 0 and JavaScript writes years past
+ * 9999 in a form it does not read, so an offset that carries 0001-01-01 or 9999-12-31 across
+ * either edge would otherwise reach the database and fail there (a 500, not the client's 400).
+ */
+const EARLIEST = Date.parse('0001-01-01T00:00:00Z');
+const LATEST = Date.parse('9999-12-31T23:59:59.999Z');
+
+/** True when the fields name a real calendar day and clock time (no 30 February, no 24:00). */
+function fieldsExist(match: RegExpExecArray): boolean {
+  const [year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0, offsetHours = 0, offsetMinutes = 0] =
+    match.slice(1).map((field) => Number(field ?? 0));
+  const date = new Date(0);
+  date.setUTCFullYear(year, month - 1, day);
+  return (
+    date.getUTCMonth() === month - 1 &&
+    date.getUTCDate() === day &&
+    hour <= 23 &&
+    minute <= 59 &&
+    second <= 59 &&
+    offsetHours <= 23 &&
+    offsetMinutes <= 59
+  );
+}
 
 export const timestamp: ParameterParser<Date> = (raw) => {
+  const match = RFC3339.exec(raw);
   const date = new Date(raw);
-  return RFC3339.test(raw) && !Number.isNaN(date.getTime())
-    ? date
-    : { error: 'must be an RFC 3339 date-time such as 2026-01-31T12:00:00Z' };
+  if (match === null || !fieldsExist(match) || Number.isNaN(date.getTime())) {
+    return { error: TIMESTAMP_FORMAT };
+  }
+  if (date.getTime() < EARLIEST || date.getTime() > LATEST) {
+    return { error: 'must be from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z' };
+  }
+  return date;
 };
 
 export const text =

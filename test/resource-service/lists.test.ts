@@ -109,6 +109,39 @@ describe('pagination', () => {
     }
   });
 
+  it('refuses dates PostgreSQL cannot hold, and dates that do not exist, with 400 naming the parameter', async () => {
+    const hana = service.newCustomer();
+    const invoices = `/v1/customers/${hana.principal.customerId}/invoices`;
+    const cases: [string, string][] = [
+      // Year 0 (1 BC), directly or once the offset is applied: PostgreSQL has no year 0.
+      // (%2B is `+`: a bare `+` in a query string is a space.)
+      ['/v1/orders?created_after=0000-01-01T00:00:00Z', 'created_after'],
+      [`${invoices}?issued_before=0001-01-01T00:00:00%2B14:00`, 'issued_before'],
+      // Past 9999 once the offset is applied: not RFC 3339, and not what the client meant.
+      ['/v1/orders?created_before=9999-12-31T23:59:59-14:00', 'created_before'],
+      [`${invoices}?issued_after=0000-06-15T12:00:00Z`, 'issued_after'],
+      // Calendar and clock values that do not exist are not silently moved to others.
+      ['/v1/orders?created_after=2026-02-30T00:00:00Z', 'created_after'],
+      ['/v1/orders?created_after=2026-01-01T24:00:00Z', 'created_after'],
+      ['/v1/orders?created_after=2026-01-01T00:00:00%2B24:00', 'created_after'],
+    ];
+    for (const [path, parameter] of cases) {
+      const res = await hana.request('GET', path);
+      expect(res.status, path).toBe(400);
+      expect(res.body.code, path).toBe('ERR_INVALID_PARAMETER');
+      expect(res.body.errors[0].parameter, path).toBe(parameter);
+    }
+    // The edges of the range are valid dates, and answer.
+    for (const path of [
+      '/v1/orders?created_after=0001-01-01T00:00:00Z',
+      '/v1/orders?created_before=9999-12-31T23:59:59.999Z',
+      `${invoices}?issued_before=0001-01-01T14:00:00%2B14:00`,
+      '/v1/orders?created_after=2024-02-29T23:59:59-23:59',
+    ]) {
+      expect((await hana.request('GET', path)).status, path).toBe(200);
+    }
+  });
+
   it('a tampered cursor, or one from another query or customer, is 400', async () => {
     const dave = service.newCustomer();
     const erin = service.newCustomer();
