@@ -63,6 +63,9 @@ export function verifyApiKey(ring: readonly HmacKey[], presented: string): ApiKe
   if (key === undefined) return { ok: false, reason: 'unknown API key signing key' };
   const expected = hmacSha256(key, `${PREFIX}${payload}.${kid}`);
   const given = Buffer.from(signature, 'base64url');
+  // 43 characters hold 258 bits: the last one's two low bits are padding, which decoding
+  // ignores. Only the canonical spelling is the key, so one key is never four strings.
+  if (given.toString('base64url') !== signature) return { ok: false, reason: 'malformed API key' };
   if (!macEquals(given, expected)) {
     return { ok: false, reason: 'API key signature invalid' };
   }

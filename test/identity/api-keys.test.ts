@@ -105,6 +105,22 @@ describe('the attacker’s checklist for API keys', () => {
     expectInvalidToken(await apiKey(auth, forged), /signature invalid/);
   });
 
+  it('a genuine MAC re-spelt with other padding bits in its last character is refused', async () => {
+    // 43 base64url characters carry 258 bits for a 256-bit MAC: the last character's two low
+    // bits are padding, so three other spellings decode to the same bytes. Only one key is genuine.
+    const { key } = mintApiKey(current, { customerId: 'cust-9', scopes: ['orders:read'] });
+    expectPrincipal(await apiKey(auth, key));
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+    const last = alphabet.indexOf(key.at(-1) ?? '');
+    for (const padding of [1, 2, 3]) {
+      const respelt = `${key.slice(0, -1)}${alphabet[last ^ padding]}`;
+      expect(Buffer.from(respelt.split('.')[2] ?? '', 'base64url')).toEqual(
+        Buffer.from(key.split('.')[2] ?? '', 'base64url'),
+      );
+      expectInvalidToken(await apiKey(auth, respelt), /API key/);
+    }
+  });
+
   it('a wrong or re-labelled kid is refused', async () => {
     const { key } = mintApiKey(newKey('nobody'), { customerId: 'cust-9', scopes: [] });
     expectInvalidToken(await apiKey(auth, key), /unknown API key signing key/);
