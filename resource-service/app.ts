@@ -95,7 +95,7 @@ export function createServiceApp(options: ServiceOptions): Polka<ServiceRequest>
   });
 
   app.use(async (req, _res, next) => {
-    req.principal = authenticate(req, options.assertionKeys);
+    req.principal = authenticate(req, options.assertionKeys, logger);
     await customers.ensure(req.principal.customerId);
     await next();
   });

@@ -10,10 +10,21 @@ import type { AssertionKey } from '../../shared/identity-assertion.ts';
 import type { Principal, Scope } from '../../shared/principal.ts';
 import { hasScope } from '../../shared/principal.ts';
 
-/** The verified principal of a request, or a 401 problem. */
+/** Where a refusal's reason goes: the service's log, never the answer. */
+export interface RefusalLog {
+  warn(fields: Record<string, unknown>, message: string): void;
+}
+
+/**
+ * The verified principal of a request, or a 401 problem. The answer is the same whatever
+ * failed: a caller who reached the service without the gateway learns nothing from it (which
+ * kids exist, how far its clock is off, what the claims must look like). The reason is
+ * logged with the request id instead, for the operator.
+ */
 export function authenticate(
-  req: IncomingMessage & { originalUrl?: string },
+  req: IncomingMessage & { originalUrl?: string; requestId?: string },
   keys: readonly AssertionKey[],
+  log?: RefusalLog,
 ): Principal {
   const header = req.headers[IDENTITY_HEADER];
   const result = verifyAssertion(keys, Array.isArray(header) ? undefined : header, {
@@ -21,13 +32,14 @@ export function authenticate(
     target: req.originalUrl ?? req.url ?? '',
   });
   if (!result.ok) {
+    log?.warn(
+      { requestId: req.requestId, method: req.method, path: req.url?.split('?')[0], reason: result.reason },
+      'identity assertion refused',
+    );
     throw new HttpProblem(
       'ERR_INVALID_ASSERTION',
       'This service is reached through the Portico gateway only',
-      {
-        headers: { 'WWW-Authenticate': 'Portico-Identity realm="portico"' },
-        extensions: { reason: result.reason },
-      },
+      { headers: { 'WWW-Authenticate': 'Portico-Identity realm="portico"' } },
     );
   }
   return result.principal;

@@ -3,15 +3,26 @@
  * request counts; headers a client could send count for nothing.
  */
 import { createHmac, randomBytes } from 'node:crypto';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signAssertion, verifyAssertion } from '../../shared/identity-assertion.ts';
 import type { AssertionKey } from '../../shared/identity-assertion.ts';
 import { rawRequest, SAMPLE_ORDER, startTestService } from '../support/service.ts';
 import type { TestService } from '../support/service.ts';
 
+/** The service's log lines: where the reason for a refusal goes, instead of the answer. */
+const logLines: Record<string, unknown>[] = [];
 let service: TestService;
 beforeAll(async () => {
-  service = await startTestService();
+  const destination = new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      for (const line of chunk.toString().split('\n'))
+        if (line !== '') logLines.push(JSON.parse(line) as Record<string, unknown>);
+      callback();
+    },
+  });
+  service = await startTestService({ logger: pino({ level: 'info' }, destination) });
 });
 afterAll(async () => {
   await service.close();
@@ -28,13 +39,25 @@ function key(): AssertionKey {
   return service.keys[0] as AssertionKey;
 }
 
+/**
+ * A refusal that tells the caller nothing about why: every refused assertion gets the same
+ * document as a request that sent none, so a prober learns neither kids nor clock skew.
+ */
 async function expectRefused(assertion: string | null, path = '/v1/orders', method = 'GET') {
   const res = await rawRequest(service.url, method, path, { assertion });
   expect(res.status).toBe(401);
   expect(res.body.code).toBe('ERR_INVALID_ASSERTION');
   expect(res.headers.get('www-authenticate')).toMatch(/^Portico-Identity/);
   expect(res.headers.get('content-type')).toBe('application/problem+json');
+  const none = await rawRequest(service.url, method, path, { assertion: null });
+  expect(res.body).toEqual(none.body);
+  expect(res.body).not.toHaveProperty('reason');
   return res;
+}
+
+/** The service's log line for the refusal of request `requestId`. */
+function refusalLogged(requestId: string): Record<string, unknown> | undefined {
+  return logLines.find((line) => line['requestId'] === requestId && line['reason'] !== undefined);
 }
 
 describe('identity assertion at the service', () => {
@@ -75,7 +98,8 @@ describe('identity assertion at the service', () => {
   it('refuses an unknown kid, a tampered payload, garbage and an oversized header', async () => {
     const valid = signAssertion(key(), principal, { method: 'GET', target: '/v1/orders', requestId: 'r' });
     const [version, kid, payload, signature] = valid.split('.') as [string, string, string, string];
-    await expectRefused([version, 'other-kid', payload, signature].join('.'));
+    const unknownKid = await expectRefused([version, 'other-kid', payload, signature].join('.'));
+    expect(unknownKid.text).not.toMatch(/kid/i);
 
     const claims = JSON.parse(Buffer.from(payload, 'base64url').toString()) as Record<string, unknown>;
     const escalated = Buffer.from(JSON.stringify({ ...claims, cid: 'cus_victim', scp: ['admin'] })).toString(
@@ -91,7 +115,9 @@ describe('identity assertion at the service', () => {
     const target = { method: 'GET', target: '/v1/orders', requestId: 'r' };
     const past = signAssertion(key(), principal, target, { now: () => Date.now() - 10 * 60_000 });
     const res = await expectRefused(past);
-    expect(res.body.reason).toBe('expired');
+    expect(res.text).not.toMatch(/expired/i);
+    // The operator still learns why, from the service's log line for that request.
+    expect(refusalLogged(res.headers.get('x-request-id') ?? '')).toMatchObject({ reason: 'expired' });
     const future = signAssertion(key(), principal, target, { now: () => Date.now() + 10 * 60_000 });
     await expectRefused(future);
   });

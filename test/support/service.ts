@@ -4,6 +4,7 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { pino } from 'pino';
+import type { Logger } from 'pino';
 import type { Sql } from 'postgres';
 import { inject } from 'vitest';
 import { startService } from '../../resource-service/server.ts';
@@ -74,12 +75,14 @@ export async function rawRequest(
   return { status: response.status, headers: response.headers, body: parsed, text };
 }
 
-export async function startTestService(options: { maxBodyBytes?: number } = {}): Promise<TestService> {
+export async function startTestService(
+  options: { maxBodyBytes?: number; logger?: Logger } = {},
+): Promise<TestService> {
   const sql = connectDatabase({ url: inject('databaseUrl'), max: 25 });
   const keys: AssertionKey[] = [{ kid: 'test', secret: randomBytes(32) }];
   const service = await startService({
     sql,
-    logger: pino({ level: 'silent' }),
+    logger: options.logger ?? pino({ level: 'silent' }),
     assertionKeys: keys,
     port: 0,
     ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
