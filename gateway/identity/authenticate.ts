@@ -8,14 +8,16 @@
  * valid header: it has already leaked into access logs, proxies and browser history, and a
  * 400 (not 401) tells the client its request is wrong, not its credential.
  */
+import { hash as digest } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { LRUCache } from 'lru-cache';
 import { fetch as undiciFetch } from 'undici';
 import type { HttpProblem } from '../../shared/errors.ts';
 import type { Principal } from '../../shared/principal.ts';
-import { verifyApiKey } from './api-key.ts';
+import { verifyApiKey, type ApiKeyClaims } from './api-key.ts';
 import { loadApiKeySigningKeys } from './api-key-signing-keys.ts';
 import { createFileApiKeyStore, createRedisApiKeyStore, type ApiKeyStore } from './api-key-store.ts';
 import { credentialInUrl, invalidToken, keysUnavailable, unauthenticated } from './auth-problems.ts';
@@ -36,6 +38,14 @@ export type AuthOutcome =
   | { ok: true; principal: Principal; reason?: string; cacheHit: boolean }
   | { ok: false; problem: HttpProblem; reason: string };
 
+/**
+ * Awaited before a credential that is not known good is judged: the failed-authentication
+ * throttle counts it there, before any work, and throws its refusal to stop it unjudged. A
+ * credential verified before (in the verified-token cache, or an API key whose signature was
+ * checked) never passes it.
+ */
+export type VerifyGate = () => Promise<void>;
+
 export interface AuthenticatorDeps {
   /** Data dir holding the development issuer and, without Redis, the API-key records. */
   dataDir: string;
@@ -51,7 +61,7 @@ export interface AuthenticatorDeps {
 }
 
 export interface Authenticator {
-  authenticate(headers: IncomingHttpHeaders, url: string): Promise<AuthOutcome>;
+  authenticate(headers: IncomingHttpHeaders, url: string, gate?: VerifyGate): Promise<AuthOutcome>;
   /** True once issuer keys are usable (always for a JWKS file or the development issuer). */
   ready(): boolean;
   close(): void;
@@ -64,6 +74,9 @@ const KEYS_FRESH_MS = 5 * 60 * 1000;
 /** Lets `apikey revoke` reach a gateway without Redis within a second. */
 const FILE_STORE_POLL_MS = 1000;
 const AUTHORIZATION = /^([A-Za-z]+) +([\x21-\x7e]+)$/;
+/** API keys whose signature verified, by digest: they skip the gate (revocation is still read). */
+const VERIFIED_API_KEYS = 10_000;
+const admitAll: VerifyGate = () => Promise.resolve();
 
 /** Builds the authenticator once from validated config; throws on a config that cannot work. */
 export function createAuthenticator(config: AuthConfig, deps: AuthenticatorDeps): Authenticator {
@@ -125,7 +138,10 @@ export function createAuthenticator(config: AuthConfig, deps: AuthenticatorDeps)
     };
   }
 
-  async function bearer(token: string): Promise<AuthOutcome> {
+  async function bearer(token: string, gate: VerifyGate): Promise<AuthOutcome> {
+    const known = verifier.known(token);
+    if (known !== undefined) return { ok: true, principal: known, cacheHit: true };
+    await gate();
     const result = await verifier.verify(token);
     if (result.ok) return { ok: true, principal: result.principal, cacheHit: result.cacheHit };
     if (result.kind === 'unavailable')
@@ -133,13 +149,23 @@ export function createAuthenticator(config: AuthConfig, deps: AuthenticatorDeps)
     return { ok: false, problem: invalidToken(result.reason), reason: result.reason };
   }
 
-  async function apiKey(presented: string): Promise<AuthOutcome> {
-    if (apiKeys === undefined) return refuse('API keys are not accepted');
-    const check = verifyApiKey(apiKeys.ring, presented);
-    if (!check.ok) return refuse(check.reason);
+  // The ring is loaded once per process, so a signature that verified stays verified.
+  const verifiedApiKeys = new LRUCache<string, ApiKeyClaims>({ max: VERIFIED_API_KEYS });
+
+  async function apiKey(presented: string, gate: VerifyGate): Promise<AuthOutcome> {
+    if (apiKeys === undefined) return judged(gate, refuse('API keys are not accepted'));
+    const id = digest('sha256', presented, 'base64url');
+    let claims = verifiedApiKeys.get(id);
+    if (claims === undefined) {
+      await gate();
+      const check = verifyApiKey(apiKeys.ring, presented);
+      if (!check.ok) return refuse(check.reason);
+      claims = check.claims;
+      verifiedApiKeys.set(id, claims);
+    }
     let revoked: boolean;
     try {
-      revoked = await apiKeys.store.isRevoked(check.claims.id);
+      revoked = await apiKeys.store.isRevoked(claims.id);
     } catch (error) {
       // Fail closed: a revoked key must not slip through while the store is down.
       deps.logger.error({ err: (error as Error).message }, 'API-key revocation store unavailable');
@@ -147,17 +173,17 @@ export function createAuthenticator(config: AuthConfig, deps: AuthenticatorDeps)
     }
     if (revoked) return refuse('API key revoked');
     const principal: Principal = {
-      subject: check.claims.id,
-      customerId: check.claims.cid,
-      scopes: check.claims.scp,
+      subject: claims.id,
+      customerId: claims.cid,
+      scopes: claims.scp,
       authMethod: 'apikey',
-      keyId: check.claims.id,
+      keyId: claims.id,
     };
     return { ok: true, principal, cacheHit: false };
   }
 
   return {
-    async authenticate(headers, url) {
+    async authenticate(headers, url, gate = admitAll) {
       const leaked = credentialParameter(url);
       if (leaked !== undefined)
         return { ok: false, problem: credentialInUrl(leaked), reason: 'credential in URL' };
@@ -167,15 +193,15 @@ export function createAuthenticator(config: AuthConfig, deps: AuthenticatorDeps)
         return { ok: false, problem: unauthenticated(), reason: 'no credentials' };
       }
       const match = AUTHORIZATION.exec(authorization.trim());
-      if (match === null) return refuse('malformed Authorization header');
+      if (match === null) return judged(gate, refuse('malformed Authorization header'));
       const [, scheme, credential] = match as unknown as [string, string, string];
       switch (scheme.toLowerCase()) {
         case 'bearer':
-          return bearer(credential);
+          return bearer(credential, gate);
         case 'apikey':
-          return apiKey(credential);
+          return apiKey(credential, gate);
         default:
-          return refuse('unsupported authorization scheme');
+          return judged(gate, refuse('unsupported authorization scheme'));
       }
     },
     ready: () => keys.ready(),
@@ -184,6 +210,12 @@ export function createAuthenticator(config: AuthConfig, deps: AuthenticatorDeps)
       apiKeys?.store.close();
     },
   };
+}
+
+/** A refusal that needed no verifying still passes the gate: it is a guess like any other. */
+async function judged(gate: VerifyGate, outcome: AuthOutcome): Promise<AuthOutcome> {
+  await gate();
+  return outcome;
 }
 
 function refuse(reason: string): AuthOutcome {

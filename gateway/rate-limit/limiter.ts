@@ -6,7 +6,6 @@
  * explicit policy (`onStoreFailure`), decided here and nowhere else.
  */
 import type { Redis } from 'ioredis';
-import { LRUCache } from 'lru-cache';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Principal } from '../../shared/principal.ts';
 import { durationSeconds } from './config-schema.ts';
@@ -44,11 +43,21 @@ export interface RateLimiterStatus {
   storeFailures: number;
 }
 
+/**
+ * One credential that is not known good, counted against its address before it is verified
+ * (atomically: concurrent guesses cannot all pass a read-then-count check).
+ */
+export interface AuthAttempt {
+  /** Set when the address is over its limit: the credential is refused without being verified. */
+  readonly refusal: Extract<RateLimitDecision, { kind: 'limited' }> | undefined;
+  /** Takes the count back: the credential verified, or could not be judged (issuer down). */
+  refund(): Promise<void>;
+}
+
 export interface RateLimiter {
   check(subject: RateLimitSubject): Promise<RateLimitDecision>;
-  /** A 'limited' decision when this address has failed authentication too often, else undefined. */
-  checkAuthFailures(clientIp: string): Promise<RateLimitDecision | undefined>;
-  recordAuthFailure(clientIp: string): Promise<void>;
+  /** Counts an unverified credential from `clientIp` against the failed-authentication limit. */
+  countAuthAttempt(clientIp: string): Promise<AuthAttempt>;
   /** Swaps in new policies; requests already counting finish with the old ones. */
   reconfigure(config: RateLimitsConfig): void;
   status(): RateLimiterStatus;
@@ -62,16 +71,6 @@ interface CompiledPolicy {
 }
 
 const DEGRADED_FOR_MS = 5000;
-/**
- * How long an address whose failed-authentication count was just read from Redis as under the
- * limit is trusted without reading it again. That read is a Redis round trip on every
- * authenticated request (two syscalls, a large share of a proxied request's CPU here). A failure
- * on this replica forgets the address at once, so the throttle stays exact here; what the
- * window can let through is requests from an address that crossed the limit on another replica
- * within the last second, whose credentials are still verified, and whose next failure here is
- * counted and checked again.
- */
-const CLEAN_FOR_MS = 1000;
 
 function subjectKey(policy: RateLimitPolicyConfig, subject: RateLimitSubject): string | undefined {
   const p = subject.principal;
@@ -87,26 +86,6 @@ function subjectKey(policy: RateLimitPolicyConfig, subject: RateLimitSubject): s
       // unauthenticated traffic is limited too; `ip:` keeps it apart from `jwt:`/`apikey:` keys.
       return p === undefined ? `ip:${subject.clientIp}` : `${p.authMethod}:${p.keyId ?? p.subject}`;
   }
-}
-
-/**
- * Reads a Redis counter without counting. rate-limiter-flexible's `get()` sends a MULTI with
- * GET and PTTL (four commands, a transaction) on every authenticated request, ~5% of the
- * gateway's CPU under load; one GET answers the common case (under the limit), and the reset
- * time, which only a refusal reports, costs a PTTL only then. Same key, same counter.
- */
-async function peekRedis(
-  redis: Redis,
-  limiter: RateLimiterRedis,
-  key: string,
-  limit: number,
-): Promise<RateLimiterRes> {
-  const rlKey = limiter.getKey(key);
-  const stored = await redis.get(rlKey);
-  if (stored === null) return new RateLimiterRes(limit, 0, 0, false);
-  const consumed = Number.parseInt(stored, 10);
-  const msBeforeNext = consumed >= limit ? await redis.pttl(rlKey) : 0;
-  return new RateLimiterRes(Math.max(limit - consumed, 0), msBeforeNext, consumed, false);
 }
 
 function matches(policy: RateLimitPolicyConfig, subject: RateLimitSubject): boolean {
@@ -154,40 +133,40 @@ export function createRateLimiter(
     authFailures: compile({ name: 'auth-failures', key: 'ip', ...c.authFailures }, 'builtin:'),
   });
   let compiled = compileAll(config);
-  const recentlyClean = new LRUCache<string, true>({ max: 10_000, ttl: CLEAN_FOR_MS });
 
   type Counted = { res: RateLimiterRes; store: StoreState } | { failed: true };
 
   /**
-   * Counts (or, with `peek`, reads) one key in one policy; never throws. `memoryOnFailure`
-   * overrides `onStoreFailure` for the built-in failed-authentication counter, which must keep
-   * throttling whatever the operator chose for ordinary traffic.
+   * Counts one key in one policy; never throws. `memoryOnFailure` overrides `onStoreFailure`
+   * for the built-in failed-authentication counter, which must keep throttling whatever the
+   * operator chose for ordinary traffic. A negative `points` gives back what was counted.
    */
   async function count(
     policy: CompiledPolicy,
     key: string,
-    peek = false,
-    memoryOnFailure = false,
+    {
+      points = 1,
+      memoryOnFailure = false,
+      store,
+    }: { points?: number; memoryOnFailure?: boolean; store?: StoreState } = {},
   ): Promise<Counted> {
     const run = async (limiter: RateLimiterRedis | RateLimiterMemory): Promise<RateLimiterRes> => {
       try {
-        if (!peek) return await limiter.consume(key, 1);
-        if (limiter instanceof RateLimiterRedis && redis !== undefined)
-          return await peekRedis(redis, limiter, key, policy.config.limit);
-        return (await limiter.get(key)) ?? new RateLimiterRes(policy.config.limit, 0, 0, false);
+        return points > 0 ? await limiter.consume(key, points) : await limiter.reward(key, -points);
       } catch (error) {
         if (error instanceof RateLimiterRes) return error;
         throw error;
       }
     };
-    if (policy.redis !== undefined) {
+    if (policy.redis !== undefined && store !== 'memory') {
       try {
         return { res: await run(policy.redis), store: 'redis' };
       } catch (error) {
         storeFailures++;
         lastFailureAt = Date.now();
         deps.onStoreError?.(error);
-        if (config.onStoreFailure !== 'memory' && !memoryOnFailure) return { failed: true };
+        if ((config.onStoreFailure !== 'memory' && !memoryOnFailure) || store === 'redis')
+          return { failed: true };
       }
     }
     return { res: await run(policy.memory), store: 'memory' };
@@ -240,31 +219,28 @@ export function createRateLimiter(
       return decide(results);
     },
 
-    async checkAuthFailures(clientIp) {
-      if (recentlyClean.has(clientIp)) return undefined;
+    async countAuthAttempt(clientIp) {
       const policy = compiled.authFailures;
-      const counted = await count(policy, clientIp, true, true);
-      if ('failed' in counted) return undefined;
-      if (counted.res.consumedPoints < policy.config.limit) {
-        if (counted.store === 'redis') recentlyClean.set(clientIp, true);
-        return undefined;
-      }
-      const o = { ...outcome(policy, counted.res), exceeded: true };
+      const counted = await count(policy, clientIp, { memoryOnFailure: true });
+      if ('failed' in counted) return { refusal: undefined, refund: () => Promise.resolve() };
+      const o = outcome(policy, counted.res);
       return {
-        kind: 'limited',
-        outcomes: [o],
-        store: counted.store,
-        retryAfterSeconds: Math.max(1, o.resetSeconds),
+        refusal: o.exceeded
+          ? {
+              kind: 'limited',
+              outcomes: [o],
+              store: counted.store,
+              retryAfterSeconds: Math.max(1, o.resetSeconds),
+            }
+          : undefined,
+        // Back to the store that counted it; a failure there leaves one count too many, never too few.
+        refund: async () => {
+          await count(policy, clientIp, { points: -1, memoryOnFailure: true, store: counted.store });
+        },
       };
     },
 
-    async recordAuthFailure(clientIp) {
-      recentlyClean.delete(clientIp);
-      await count(compiled.authFailures, clientIp, false, true);
-    },
-
     reconfigure(next) {
-      recentlyClean.clear();
       const nextCompiled = compileAll(next);
       config = next;
       compiled = nextCompiled;

@@ -152,31 +152,38 @@ describe('policies against real Redis', () => {
     const limiter = createRateLimiter(config([], { authFailures: { limit: 3, window: '60s' } }), {
       redis: await sharedRedis(),
     });
-    expect(await limiter.checkAuthFailures('198.51.100.7')).toBeUndefined();
-    for (let i = 0; i < 3; i++) await limiter.recordAuthFailure('198.51.100.7');
-    const blocked = await limiter.checkAuthFailures('198.51.100.7');
-    expect(blocked?.kind).toBe('limited');
-    expect(await limiter.checkAuthFailures('198.51.100.8')).toBeUndefined();
+    for (let i = 0; i < 3; i++)
+      expect((await limiter.countAuthAttempt('198.51.100.7')).refusal).toBeUndefined();
+    const blocked = await limiter.countAuthAttempt('198.51.100.7');
+    expect(blocked.refusal?.kind).toBe('limited');
+    expect(blocked.refusal?.retryAfterSeconds).toBeGreaterThan(0);
+    expect((await limiter.countAuthAttempt('198.51.100.8')).refusal).toBeUndefined();
   });
-  it('remembers a clean address for a second, and forgets it at its first failure here', async () => {
+
+  it('counts attempts atomically across replicas, and a refund gives one back', async () => {
     const prefix = `${inject('redisPrefix')}${randomUUID()}:`;
-    const a = createRedisClient({ url: inject('redisUrl'), keyPrefix: prefix });
-    const b = createRedisClient({ url: inject('redisUrl'), keyPrefix: prefix });
+    // Exact counting is the point: no reply may time out into the memory fallback.
+    const a = createRedisClient({ url: inject('redisUrl'), keyPrefix: prefix, commandTimeoutMs: 2000 });
+    const b = createRedisClient({ url: inject('redisUrl'), keyPrefix: prefix, commandTimeoutMs: 2000 });
     clients.push(a, b);
     expect(await waitForRedis(a)).toBe(true);
     expect(await waitForRedis(b)).toBe(true);
-    const settings = config([], { authFailures: { limit: 2, window: '60s' } });
+    const settings = config([], { authFailures: { limit: 20, window: '60s' } });
     const replicaA = createRateLimiter(settings, { redis: a });
     const replicaB = createRateLimiter(settings, { redis: b });
     const ip = '198.51.100.77';
-    expect(await replicaA.checkAuthFailures(ip)).toBeUndefined(); // read from Redis: clean
-    for (let i = 0; i < 2; i++) await replicaB.recordAuthFailure(ip);
-    expect((await replicaB.checkAuthFailures(ip))?.kind).toBe('limited');
-    // Replica A trusts its fresh reading for up to a second (credentials are still verified)...
-    expect(await replicaA.checkAuthFailures(ip)).toBeUndefined();
-    // ...until this address fails on A too: then A reads Redis again and refuses.
-    await replicaA.recordAuthFailure(ip);
-    expect((await replicaA.checkAuthFailures(ip))?.kind).toBe('limited');
+    // 60 at once, half through each replica: exactly the limit is admitted.
+    const attempts = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => (i % 2 === 0 ? replicaA : replicaB).countAuthAttempt(ip)),
+    );
+    expect(attempts.filter((attempt) => attempt.refusal === undefined)).toHaveLength(20);
+    // Refunds (credentials that verified) make room for exactly as many more.
+    const other = '198.51.100.78';
+    const admitted = await Promise.all(Array.from({ length: 20 }, () => replicaA.countAuthAttempt(other)));
+    for (const attempt of admitted.slice(0, 2)) await attempt.refund();
+    expect((await replicaB.countAuthAttempt(other)).refusal).toBeUndefined();
+    expect((await replicaB.countAuthAttempt(other)).refusal).toBeUndefined();
+    expect((await replicaA.countAuthAttempt(other)).refusal?.kind).toBe('limited');
   });
 });
 
@@ -248,8 +255,8 @@ describe('store failure', () => {
     expect(allowed.every((d) => d.kind === 'allowed' && d.outcomes.length === 0)).toBe(true);
     expect((await deny.check(request())).kind).toBe('unavailable');
     // The failed-authentication throttle keeps counting in memory whatever the mode.
-    for (let i = 0; i < 20; i++) await deny.recordAuthFailure('203.0.113.9');
-    expect((await deny.checkAuthFailures('203.0.113.9'))?.kind).toBe('limited');
+    for (let i = 0; i < 20; i++) expect((await deny.countAuthAttempt('203.0.113.9')).refusal).toBeUndefined();
+    expect((await deny.countAuthAttempt('203.0.113.9')).refusal?.kind).toBe('limited');
   });
 });
 
