@@ -18,6 +18,7 @@ import type { Logger } from 'pino';
 import type { HttpProblem } from '../../shared/errors.ts';
 import type { Principal } from '../../shared/principal.ts';
 import type { RouteDefinition } from '../stages/route-schema.ts';
+import type { ClientSignal } from './client-signal.ts';
 import { UpstreamHeaders } from './upstream-headers.ts';
 
 /** The response a stage produced, not yet written to the client. */
@@ -94,7 +95,7 @@ export interface GatewayContext {
   /** The client's address as limits and the audit log count it (client-ip.ts), found once. */
   readonly clientIp: string;
   /** Aborted when the client goes away: stages stop upstream work with it. */
-  readonly signal: AbortSignal;
+  readonly signal: ClientSignal;
 }
 
 /** A fresh context for a request that just arrived. */
@@ -102,7 +103,7 @@ export function createContext(
   req: IncomingMessage,
   res: ServerResponse,
   log: Logger,
-  signal: AbortSignal,
+  signal: ClientSignal,
   clientIp: string,
 ): GatewayContext {
   const target = req.url ?? '/';

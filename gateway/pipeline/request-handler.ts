@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { HttpProblem, sendProblem } from '../../shared/errors.ts';
 import { writeResponse } from '../edge/respond.ts';
 import type { RequestAccounting } from '../observability/request-accounting.ts';
+import { ClientSignal } from './client-signal.ts';
 import { ClientGoneError, createContext, type GatewayContext } from './context.ts';
 
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
@@ -50,10 +51,10 @@ export function createRequestHandler(deps: RequestHandlerDeps): RequestHandler {
 
   return function onRequest(req, res) {
     const timing = { startedNs: process.hrtime.bigint(), startedAt: Date.now() };
-    const controller = new AbortController();
-    const ctx = createContext(req, res, log, controller.signal, clientIpOf(req));
+    const signal = new ClientSignal();
+    const ctx = createContext(req, res, log, signal, clientIpOf(req));
     res.once('close', () => {
-      if (!res.writableFinished) controller.abort();
+      if (!res.writableFinished) signal.abort();
       accounting.finished(ctx, res, timing);
     });
     void handle(ctx);

@@ -283,7 +283,7 @@ function revalidateInBackground(
   if (entry.revalidating === true || request.method !== 'GET' || hasBody(ctx)) return;
   entry.revalidating = true;
   ctx.res.once('close', () => {
-    if (ctx.signal.aborted) {
+    if (ctx.signal.gone) {
       entry.revalidating = false;
       return;
     }

@@ -105,7 +105,7 @@ export function createForward(config: ProxyConfig, deps: ForwardDeps): Forward {
         if (caught instanceof HttpProblem) throw caught;
         const failure = body?.failure();
         if (failure !== undefined) throw failure;
-        if (ctx.signal.aborted) throw new ClientGoneError();
+        if (ctx.signal.gone) throw new ClientGoneError();
         const error = caught instanceof UpstreamFailure ? caught.cause : caught;
         const code = (error as NodeJS.ErrnoException).code ?? '';
         if (attempt < retries && RETRIABLE_CODES.has(code)) {
