@@ -48,13 +48,28 @@ export function createMetrics(options: { processMetrics: boolean }): GatewayMetr
     help: 'Client connections currently open on the HTTPS listener.',
     registers: [registry],
   });
+  // Label sets bound once: prom-client hashes a label object on every call otherwise. Bounded:
+  // routes come from config, methods from KNOWN_METHODS, statuses are three digits.
+  const boundRequests = new Map<
+    string,
+    { count: { inc(): void }; duration: { observe(seconds: number): void } }
+  >();
   return {
     registry,
     observeRequest(route, method, status, seconds) {
       // Unknown methods would let clients create label values without bound.
       const knownMethod = KNOWN_METHODS.has(method) ? method : 'OTHER';
-      requests.inc({ route, method: knownMethod, status: String(status) });
-      duration.observe({ route }, seconds);
+      const key = `${route} ${knownMethod} ${status}`;
+      let bound = boundRequests.get(key);
+      if (bound === undefined) {
+        bound = {
+          count: requests.labels(route, knownMethod, String(status)),
+          duration: duration.labels(route),
+        };
+        boundRequests.set(key, bound);
+      }
+      bound.count.inc();
+      bound.duration.observe(seconds);
     },
     stageTimer(stageNames) {
       const stageDuration = new Histogram({

@@ -23,26 +23,32 @@ export function compose(
   timer?: StageTimer,
 ): (ctx: GatewayContext) => Promise<void> {
   return function run(ctx) {
+    // Timing: the stages nest (each awaits at most one next()), so the one settling last before
+    // a stage is the one after it, whose whole time is left here for that stage to subtract.
+    let laterStages = 0;
     const dispatch = (index: number): Promise<void> => {
       const named = stages[index];
       if (named === undefined) return Promise.resolve();
       let called = false;
-      // Timing only: when this stage started, and how long the stages after it took.
-      let startedAt = 0;
-      let laterStages = 0;
       const next = () => {
         if (called) return Promise.reject(new Error(`stage ${named.name} called next() twice`));
         called = true;
-        if (timer === undefined) return dispatch(index + 1);
-        const handedOnAt = performance.now();
-        return dispatch(index + 1).finally(() => (laterStages = performance.now() - handedOnAt));
+        return dispatch(index + 1);
       };
-      if (timer !== undefined) startedAt = performance.now();
-      const answered = named
-        .stage(ctx, next)
-        .catch((error: unknown) => answerWithProblem(ctx, named.name, error));
-      if (timer === undefined) return answered;
-      return answered.then(() => timer(index, (performance.now() - startedAt - laterStages) / 1000));
+      const onError = (error: unknown) => answerWithProblem(ctx, named.name, error);
+      if (timer === undefined) return named.stage(ctx, next).catch(onError);
+      // One reaction either way, as without timing: no promise is added per stage.
+      laterStages = 0;
+      const startedAt = performance.now();
+      const settle = () => {
+        const total = performance.now() - startedAt;
+        timer(index, (total - laterStages) / 1000);
+        laterStages = total;
+      };
+      return named.stage(ctx, next).then(settle, (error: unknown) => {
+        onError(error);
+        settle();
+      });
     };
     return dispatch(0);
   };
