@@ -13,7 +13,7 @@ import type { AssertionKey } from '../shared/identity-assertion.ts';
 import { Lifecycle } from '../shared/lifecycle.ts';
 import { readinessChecks } from './admin/readiness-checks.ts';
 import type { ReadinessCheck } from './admin/server.ts';
-import { createAuditLog } from './audit/audit-log.ts';
+import { createAuditLog, type AuditLog } from './audit/audit-log.ts';
 import { createHttpCache, type HttpCache } from './cache/http-cache.ts';
 import { registerCacheMetrics } from './cache/metrics.ts';
 import type { GatewayConfig } from './config/load.ts';
@@ -59,6 +59,8 @@ export interface BuiltGateway {
   cache: HttpCache;
   upstreams: Upstreams;
   authenticator?: Authenticator;
+  /** Present when an audit log path was given; the listener records its raw refusals here. */
+  audit?: AuditLog;
   readinessChecks(): ReadinessCheck[];
   /** Closes every component, last built first. */
   close(): Promise<void>;
@@ -124,6 +126,7 @@ export async function buildGateway(
     cache,
     upstreams,
     ...(authenticator === undefined ? {} : { authenticator }),
+    ...(audit === undefined ? {} : { audit }),
     readinessChecks: () =>
       readinessChecks({
         upstreams,

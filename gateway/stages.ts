@@ -46,7 +46,7 @@ export function createStages(
     // First, so that every answer, refusals included, carries the id.
     { name: 'request-id', stage: createRequestIdStage(config.requestId) },
     // Before anything reads the path or headers: smuggled or ambiguous requests stop here.
-    { name: 'hygiene', stage: createHygieneStage() },
+    { name: 'hygiene', stage: createHygieneStage(config.listener.limits) },
     { name: 'route', stage: createRouteStage(config.routes) },
     // Before anything is spent on the request: who is calling, or 401/403/503.
     ...(authenticate === undefined ? [] : [{ name: 'authenticate' as const, stage: authenticate }]),

@@ -12,10 +12,12 @@ import type { Logger } from 'pino';
 import { createHttpDrain } from '../shared/http-drain.ts';
 import { Lifecycle } from '../shared/lifecycle.ts';
 import { createAdminServer } from './admin/server.ts';
+import type { AuditEntry } from './audit/audit-record.ts';
 import { buildGateway, type BuildDeps, type BuildOptions } from './build.ts';
 import { handlePurge } from './cache/admin-purge.ts';
 import type { GatewayConfig } from './config/load.ts';
 import { createHttpsListener, createRedirectListener, hstsValue } from './edge/listener.ts';
+import { NOSNIFF, type Refusal } from './edge/raw-refusal.ts';
 import { TLS_OPTIONS, describeCertificate, loadCertificate, type CertificatePair } from './edge/tls.ts';
 import type { GatewayMetrics } from './observability/metrics.ts';
 import type { RateLimitsConfig } from './rate-limit/config-schema.ts';
@@ -61,6 +63,7 @@ export async function startGateway(
     const built = await buildGateway(config, deps, options, lifecycle);
     let draining = false;
 
+    const adminHost = deps.adminHost ?? '127.0.0.1';
     const admin = createAdminServer(config.admin, {
       metrics: built.metrics,
       purge: (req, res) => handlePurge(built.cache, req, res),
@@ -68,7 +71,7 @@ export async function startGateway(
       draining: () => draining,
       checks: () => built.readinessChecks(),
     });
-    const adminAddress = await listen(admin, deps.adminPort, deps.adminHost ?? '127.0.0.1');
+    const adminAddress = await listen(admin, deps.adminPort, adminHost);
     lifecycle.defer('admin listener', () => closeServer(admin));
 
     const hsts = hstsValue(config.listener.hsts);
@@ -79,8 +82,10 @@ export async function startGateway(
       onRequest: (req, res) => {
         httpsDrain.track(res);
         if (hsts !== undefined) res.setHeader('Strict-Transport-Security', hsts);
+        res.setHeader(NOSNIFF.name, NOSNIFF.value);
         built.handler(req, res);
       },
+      onRefused: (refusal) => built.audit?.record(refusalEntry(refusal)),
     });
     // Made right after the listener, before it can take a request.
     const httpsDrain = createHttpDrain(https, log);
@@ -126,6 +131,20 @@ export async function startGateway(
       },
     };
   });
+}
+
+/** The audit record of an answer the listener wrote to the socket: what it knew, nothing more. */
+function refusalEntry(refusal: Refusal): AuditEntry {
+  return {
+    requestId: refusal.requestId,
+    clientAddress: refusal.clientAddress,
+    ...(refusal.method === undefined ? {} : { method: refusal.method }),
+    ...(refusal.target === undefined ? {} : { route: refusal.target }),
+    status: refusal.status,
+    code: refusal.code,
+    // The refusal came before any stage: authentication never ran.
+    authOutcome: 'none',
+  };
 }
 
 /** One `listen`, as a promise: resolves with the address, rejects with a port in use. */

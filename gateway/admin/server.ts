@@ -6,6 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:http';
 import { Type, type Static } from '@sinclair/typebox';
 import type { Logger } from 'pino';
+import { NOSNIFF } from '../edge/raw-refusal.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
 
 export const AdminConfigSchema = Type.Object(
@@ -44,6 +45,7 @@ export interface AdminDeps {
 export function createAdminServer(config: AdminConfig, deps: AdminDeps): Server {
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?', 1)[0];
+    res.setHeader(NOSNIFF.name, NOSNIFF.value);
     const send = (status: number, body: unknown, type = 'application/json') => {
       res.writeHead(status, { 'Content-Type': type, 'Cache-Control': 'no-store' });
       res.end(typeof body === 'string' ? body : JSON.stringify(body));

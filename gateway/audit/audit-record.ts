@@ -19,11 +19,15 @@ export interface AuditEntry {
   /** API key id (never the key). */
   keyId?: string;
   clientAddress?: string;
-  method: string;
+  /** Absent only for a refusal whose request line never arrived (a head too slow to finish). */
+  method?: string;
   /** Route or path; anything after `?` is dropped, since queries can carry credentials. */
-  route: string;
+  route?: string;
   status: number;
-  latencyMs: number;
+  /** The problem's `ERR_*` code, for answers given before the pipeline (the listener's refusals). */
+  code?: string;
+  /** Absent when unknown: a refusal on the socket does not know when its request began. */
+  latencyMs?: number;
   /** `ok`, `refused`, `unavailable`, or `none` for routes without authentication. */
   authOutcome: string;
   authReason?: string;
@@ -65,8 +69,8 @@ export function sealRecord(
   prev: string,
   extra: { dropped?: number } = {},
 ): string {
-  const route = text(entry.route) ?? '';
-  const query = route.indexOf('?');
+  const route = text(entry.route);
+  const query = route?.indexOf('?') ?? -1;
   const record = {
     seq,
     time: new Date(entry.time ?? Date.now()).toISOString(),
@@ -76,9 +80,13 @@ export function sealRecord(
     keyId: text(entry.keyId),
     clientAddress: text(entry.clientAddress),
     method: text(entry.method),
-    route: query === -1 ? route : route.slice(0, query),
+    route: query === -1 ? route : route?.slice(0, query),
     status: Number.isInteger(entry.status) ? entry.status : 0,
-    latencyMs: Number.isFinite(entry.latencyMs) ? Math.round(entry.latencyMs * 1000) / 1000 : null,
+    code: text(entry.code),
+    latencyMs:
+      entry.latencyMs !== undefined && Number.isFinite(entry.latencyMs)
+        ? Math.round(entry.latencyMs * 1000) / 1000
+        : null,
     auth: { outcome: text(entry.authOutcome), reason: text(entry.authReason) },
     rateLimit: text(entry.rateLimit),
     cache: text(entry.cache),

@@ -43,11 +43,19 @@ export function hopByHopNames(connectionHeader: string | string[] | undefined): 
   return names;
 }
 
+/** Default of `listener.limits.maxUriBytes` (its description says why this value). */
+export const DEFAULT_MAX_URI_BYTES = 4096;
+
 /**
  * Throws a 400 problem for a request whose framing or target the upstream could read
- * differently than we do. Runs before routing, so nothing of such a request is forwarded.
+ * differently than we do, and a 414 for a target longer than the upstream would take. Runs
+ * before routing, so nothing of such a request is forwarded.
  */
-export function checkRequestFraming(req: IncomingMessage): void {
+export function checkRequestFraming(req: IncomingMessage, limits: { maxUriBytes: number }): void {
+  // The parser hands the target over as one byte per character (latin1): length is bytes.
+  if ((req.url ?? '').length > limits.maxUriBytes) {
+    throw new HttpProblem('ERR_URI_TOO_LONG', `request target exceeds ${limits.maxUriBytes} bytes`);
+  }
   const counts = new Map<string, number>();
   const raw = req.rawHeaders;
   for (let i = 0; i < raw.length; i += 2) {

@@ -9,9 +9,17 @@ import { createServer as createHttpsServer, type Server as HttpsServer } from 'n
 import type { Duplex } from 'node:stream';
 import { Type, type Static } from '@sinclair/typebox';
 import type { Logger } from 'pino';
-import { HttpProblem, PROBLEM_CONTENT_TYPE, errorTable } from '../../shared/errors.ts';
-import { clientErrorProblem } from './http-hygiene.ts';
+import { HttpProblem, PROBLEM_CONTENT_TYPE } from '../../shared/errors.ts';
+import { DEFAULT_MAX_URI_BYTES, clientErrorProblem } from './http-hygiene.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
+import {
+  NOSNIFF,
+  connectProblem,
+  rawProblem,
+  requestLineOf,
+  socketAddress,
+  type Refusal,
+} from './raw-refusal.ts';
 import { TLS_OPTIONS, type CertificatePair } from './tls.ts';
 
 export const ListenerConfigSchema = Type.Object(
@@ -79,6 +87,14 @@ export const ListenerConfigSchema = Type.Object(
           default: 16384,
           description: 'Request line plus headers; beyond it the answer is 431.',
         }),
+        maxUriBytes: Type.Integer({
+          minimum: 256,
+          default: DEFAULT_MAX_URI_BYTES,
+          description:
+            'Request target (path and query); beyond it the answer is 414, before anything is forwarded. ' +
+            'The service gets the target twice (request line and identity assertion, 4/3 as long) within ' +
+            'its 16 KiB head: 4096 leaves room for the other headers, so no accepted target meets a bare 431 there.',
+        }),
         maxBodyBytes: Type.Integer({
           minimum: 0,
           default: 1048576,
@@ -143,6 +159,8 @@ export interface ListenerDeps {
   log: Logger;
   metrics: GatewayMetrics;
   onRequest: (req: IncomingMessage, res: ServerResponse) => void;
+  /** Told of every answer written straight to a socket, for the audit log. */
+  onRefused?: (refusal: Refusal) => void;
 }
 
 export function createHttpsListener(config: ListenerConfig, deps: ListenerDeps): HttpsServer {
@@ -193,22 +211,40 @@ export function createHttpsListener(config: ListenerConfig, deps: ListenerDeps):
   });
 
   const hsts = hstsValue(config.hsts);
-  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
+  const refuse = (socket: Duplex, problem: HttpProblem, known: { method?: string; target?: string }) => {
+    const requestId = randomUUID();
+    socket.end(rawProblem(problem, requestId, hsts));
+    deps.metrics.observeRequest('none', known.method ?? 'OTHER', problem.status, 0);
+    const { status, code } = problem;
+    deps.onRefused?.({ requestId, clientAddress: socketAddress(socket), status, code, ...known });
+    // A client that never reads must not keep the socket.
+    setTimeout(() => socket.destroy(), 1000).unref();
+    return requestId;
+  };
+  server.on('clientError', (error: NodeJS.ErrnoException & { rawPacket?: unknown }, socket: Duplex) => {
     const problem = clientErrorProblem(error);
     const inProgress = pending.get(socket);
     if (problem !== undefined && socket.writable && inProgress?.headersSent !== true) {
-      const requestId = randomUUID();
-      socket.end(rawProblem(problem, requestId, hsts));
-      deps.metrics.observeRequest('none', 'OTHER', problem.status, 0);
+      const known =
+        inProgress !== undefined
+          ? { method: inProgress.req.method ?? 'OTHER', target: inProgress.req.url ?? '' }
+          : served.has(socket)
+            ? {}
+            : requestLineOf(error.rawPacket);
+      const requestId = refuse(socket, problem, known);
       deps.log.info(
         { requestId, status: problem.status, code: problem.code, reason: error.code },
         'request refused',
       );
-      // A client that never reads must not keep the socket.
-      setTimeout(() => socket.destroy(), 1000).unref();
     } else {
       socket.destroy();
     }
+  });
+  // Without a listener Node closes the socket silently; a refusal is answered and audited.
+  server.on('connect', (req: IncomingMessage, socket: Duplex) => {
+    const problem = connectProblem();
+    const requestId = refuse(socket, problem, { method: 'CONNECT', target: req.url ?? '' });
+    deps.log.info({ requestId, status: problem.status, code: problem.code }, 'request refused');
   });
   server.on('tlsClientError', (error: NodeJS.ErrnoException) => {
     deps.log.debug({ code: error.code }, 'TLS handshake failed');
@@ -217,23 +253,6 @@ export function createHttpsListener(config: ListenerConfig, deps: ListenerDeps):
     deps.log.warn({ maxConnections: limits.maxConnections }, 'connection refused: maxConnections reached');
   });
   return server;
-}
-
-/** A whole problem response as bytes, for a socket that has no ServerResponse. */
-function rawProblem(problem: HttpProblem, requestId: string, hsts: string | undefined): string {
-  const body = JSON.stringify(problem.toDocument());
-  const title = errorTable[problem.code].title;
-  return [
-    `HTTP/1.1 ${problem.status} ${title}`,
-    `Content-Type: ${PROBLEM_CONTENT_TYPE}`,
-    'Cache-Control: no-store',
-    `X-Request-Id: ${requestId}`,
-    ...(hsts === undefined ? [] : [`Strict-Transport-Security: ${hsts}`]),
-    'Connection: close',
-    `Content-Length: ${Buffer.byteLength(body)}`,
-    '',
-    body,
-  ].join('\r\n');
 }
 
 const HOSTNAME = /^(?:[A-Za-z0-9-]{1,63}\.)*[A-Za-z0-9-]{1,63}$|^\[[0-9A-Fa-f:.]+\]$/;
@@ -246,6 +265,7 @@ export function createRedirectListener(httpsPort: () => number, log: Logger): Ht
     if (!HOSTNAME.test(host) || !target.startsWith('/')) {
       const problem = new HttpProblem('ERR_BAD_REQUEST', 'a valid Host and path are needed to redirect');
       res.setHeader('Connection', 'close');
+      res.setHeader(NOSNIFF.name, NOSNIFF.value);
       res.setHeader('Content-Type', PROBLEM_CONTENT_TYPE);
       res.setHeader('Cache-Control', 'no-store');
       res.writeHead(problem.status).end(JSON.stringify(problem.toDocument(target.split('?')[0])));
@@ -253,6 +273,7 @@ export function createRedirectListener(httpsPort: () => number, log: Logger): Ht
     }
     const port = httpsPort();
     res.setHeader('Location', `https://${host}${port === 443 ? '' : `:${port}`}${target}`);
+    res.setHeader(NOSNIFF.name, NOSNIFF.value);
     res.setHeader('Cache-Control', 'no-store');
     res.setHeader('Connection', 'close');
     res.writeHead(308).end();

@@ -5,9 +5,9 @@
 import type { Stage } from '../pipeline/context.ts';
 import { checkRequestFraming } from '../edge/http-hygiene.ts';
 
-export function createHygieneStage(): Stage {
+export function createHygieneStage(limits: { maxUriBytes: number }): Stage {
   return async function hygiene(ctx, next) {
-    checkRequestFraming(ctx.req);
+    checkRequestFraming(ctx.req, limits);
     await next();
   };
 }

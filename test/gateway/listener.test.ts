@@ -39,6 +39,7 @@ function expectProblem(response: RawResponse, status: number, code: string): voi
   expect(response.status).toBe(status);
   expect(response.headers['content-type']).toBe('application/problem+json');
   expect(response.headers['cache-control']).toBe('no-store');
+  expect(response.headers['x-content-type-options']).toBe('nosniff');
   expect(response.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
   expect(JSON.parse(response.body)).toMatchObject({ status, code });
 }
@@ -107,6 +108,7 @@ describe('malformed and smuggled requests are refused with 400 and never forward
       'POST /v1/x HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc',
     );
     expect(response.status).toBe(200);
+    expect(response.headers['x-content-type-options']).toBe('nosniff');
     expect(upstream.records).toHaveLength(1);
     expect(upstream.records[0]).toMatchObject({ bytes: 3, completed: true });
   });
@@ -139,6 +141,20 @@ describe('size limits', () => {
     const response = await send(`GET /v1/x HTTP/1.1\r\nHost: a\r\nX-Big: ${'a'.repeat(20 * 1024)}\r\n\r\n`);
     expectProblem(response, 431, 'ERR_HEADERS_TOO_LARGE');
     expect(upstream.records).toEqual([]);
+  });
+
+  it('answers a 9000-byte path with 414 at the edge; the upstream is never called', async () => {
+    const response = await send(`GET /v1/${'a'.repeat(9000)} HTTP/1.1\r\nHost: a\r\n\r\n`);
+    expectProblem(response, 414, 'ERR_URI_TOO_LONG');
+    await sleep(50);
+    expect(upstream.records).toEqual([]);
+  });
+
+  it('forwards a target of exactly maxUriBytes (control)', async () => {
+    const path = `/v1/${'b'.repeat(4096 - '/v1/'.length)}`;
+    const response = await send(`GET ${path} HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n`);
+    expect(response.status).toBe(200);
+    expect(upstream.records.map((r) => r.url.length)).toEqual([4096]);
   });
 
   it('answers a declared Content-Length above the limit with 413 without contacting the upstream', async () => {

@@ -58,6 +58,7 @@ describe('admin listener', () => {
 
     const health = await request(`${gw.adminOrigin}/healthz`);
     expect(health.statusCode).toBe(200);
+    expect(health.headers['x-content-type-options']).toBe('nosniff');
     expect(await health.body.json()).toEqual({ status: 'ok' });
 
     const ready = await request(`${gw.adminOrigin}/readyz`);
@@ -153,6 +154,7 @@ describe('TLS and HSTS', () => {
     );
     for (const response of [ok, refused, parserRefused]) {
       expect(response.headers['strict-transport-security']).toBe('max-age=31536000; includeSubDomains');
+      expect(response.headers['x-content-type-options']).toBe('nosniff');
     }
   });
 
@@ -203,7 +205,8 @@ describe('redirect listener', () => {
       listener: { httpRedirect: { enabled: true, port: 0 } },
     });
     const port = gw.gateway.addresses.redirect?.port;
-    const response = await new Promise<{ status?: number; location?: string }>((resolve, reject) => {
+    type Answer = { status?: number; location?: string; nosniff?: unknown };
+    const response = await new Promise<Answer>((resolve, reject) => {
       const req = httpRequest(
         {
           host: '127.0.0.1',
@@ -214,7 +217,8 @@ describe('redirect listener', () => {
         },
         (res) => {
           res.resume();
-          resolve({ status: res.statusCode, location: res.headers.location });
+          const nosniff = res.headers['x-content-type-options'];
+          resolve({ status: res.statusCode, location: res.headers.location, nosniff });
         },
       );
       req.once('error', reject);
@@ -223,6 +227,7 @@ describe('redirect listener', () => {
     expect(response).toEqual({
       status: 308,
       location: `https://api.example.com:${gw.port}/v1/orders?limit=2`,
+      nosniff: 'nosniff',
     });
     expect(upstream.records).toEqual([]);
   });
