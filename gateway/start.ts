@@ -11,6 +11,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { createHttpDrain } from '../shared/http-drain.ts';
 import { Lifecycle } from '../shared/lifecycle.ts';
+import { createAdminGuard, loadAdminToken } from './admin/purge-guard.ts';
 import { createAdminServer } from './admin/server.ts';
 import type { AuditEntry } from './audit/audit-record.ts';
 import { buildGateway, type BuildDeps, type BuildOptions } from './build.ts';
@@ -29,6 +30,11 @@ export interface GatewayDeps extends BuildDeps {
   /** Admin port, always bound to `adminHost` (127.0.0.1 unless a test says otherwise). */
   adminPort: number;
   adminHost?: string;
+  /**
+   * Bearer token of the admin purge; by default PORTICO_ADMIN_TOKEN, else `admin-token` in
+   * the data dir. Without any, the purge refuses every request.
+   */
+  adminToken?: string;
   /** Certificate files when the config names none (the data dir's development certificate). */
   certificateFiles?: { certFile: string; keyFile: string };
 }
@@ -64,9 +70,13 @@ export async function startGateway(
     let draining = false;
 
     const adminHost = deps.adminHost ?? '127.0.0.1';
+    const adminToken = deps.adminToken ?? loadAdminToken(deps.env ?? process.env, deps.dataDir);
+    if (adminToken === undefined)
+      log.warn('no admin token (PORTICO_ADMIN_TOKEN): the cache purge is refused');
+    const adminGuard = createAdminGuard(adminToken, adminHost);
     const admin = createAdminServer(config.admin, {
       metrics: built.metrics,
-      purge: (req, res) => handlePurge(built.cache, req, res),
+      purge: (req, res) => handlePurge(built.cache, req, res, adminGuard),
       log,
       draining: () => draining,
       checks: () => built.readinessChecks(),

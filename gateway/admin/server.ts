@@ -1,5 +1,6 @@
 /**
- * The admin listener, on 127.0.0.1 only: liveness, readiness and Prometheus metrics.
+ * The admin listener, on 127.0.0.1 only: liveness, readiness and Prometheus metrics, open to
+ * read; the cache purge, which changes the gateway, needs the admin token (purge-guard.ts).
  * It stays open during a drain so that orchestrators see `/readyz` turn 503.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -35,7 +36,10 @@ export interface ReadinessCheck {
 
 export interface AdminDeps {
   metrics: GatewayMetrics;
-  /** Answers the cache purge endpoint (POST /cache/purge?prefix=...) when it returns true. */
+  /**
+   * Answers the cache purge endpoint (POST /cache/purge?prefix=...) when it returns true; it
+   * checks the admin token, Host, Origin and content type itself (admin/purge-guard.ts).
+   */
   purge?: (req: IncomingMessage, res: ServerResponse) => boolean;
   checks: () => readonly ReadinessCheck[];
   draining: () => boolean;

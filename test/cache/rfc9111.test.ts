@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Registry } from 'prom-client';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createAdminGuard } from '../../gateway/admin/purge-guard.ts';
 import { handlePurge } from '../../gateway/cache/admin-purge.ts';
 import { registerCacheMetrics } from '../../gateway/cache/metrics.ts';
 import { createClock, startCacheGateway, type CacheGateway, type Clock } from './support/cache-gateway.ts';
@@ -495,15 +496,18 @@ describe('admin purge endpoint', () => {
   it('purges by prefix over HTTP and refuses anything else', async () => {
     await setup(fixed({ 'cache-control': 'max-age=60' }));
     await gateway.get('/v1/orders/1');
+    const token = 'rfc9111-admin-token-0123456789abcdef';
+    const guard = createAdminGuard(token, '127.0.0.1');
     const admin = createServer((req, res) => {
-      if (!handlePurge(gateway.cache, req, res)) res.writeHead(404).end();
+      if (!handlePurge(gateway.cache, req, res, guard)) res.writeHead(404).end();
     });
+    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
     await new Promise<void>((resolve) => admin.listen(0, '127.0.0.1', resolve));
     const base = `http://127.0.0.1:${(admin.address() as AddressInfo).port}`;
     try {
-      const purged = await fetch(`${base}/cache/purge?prefix=/v1/orders`, { method: 'POST' });
+      const purged = await fetch(`${base}/cache/purge?prefix=/v1/orders`, { method: 'POST', headers });
       expect(await purged.json()).toEqual({ purged: 1, prefix: '/v1/orders' });
-      expect((await fetch(`${base}/cache/purge?prefix=v1`, { method: 'POST' })).status).toBe(400);
+      expect((await fetch(`${base}/cache/purge?prefix=v1`, { method: 'POST', headers })).status).toBe(400);
       expect((await fetch(`${base}/cache/purge?prefix=/v1`)).status).toBe(405);
       expect((await gateway.get('/v1/orders/1')).headers['cache-status']).toContain('fwd=uri-miss');
     } finally {
