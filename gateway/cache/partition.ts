@@ -35,15 +35,26 @@ export interface Caller {
 
 const digest = (value: unknown) => createHash('sha256').update(JSON.stringify(value)).digest('base64url');
 
+/**
+ * Per principal object: the verified-token cache hands out the same frozen principal for every
+ * request of a token, so its two digests are made once per token, not once per request.
+ */
+const callers = new WeakMap<Principal, Caller>();
+
 /** The caller's partition: customer, sorted scopes and the admin marker, digested. */
 export function callerOf(principal: Principal | undefined, headers: IncomingHttpHeaders): Caller {
   if (principal === undefined) return { authenticated: headers.authorization !== undefined };
-  const scopes = [...new Set(principal.scopes)].sort().join(' ');
-  return {
-    authenticated: true,
-    own: `c:${digest([principal.customerId, scopes, isAdmin(principal)])}`,
-    owner: `o:${digest(principal.customerId)}`,
-  };
+  let caller = callers.get(principal);
+  if (caller === undefined) {
+    const scopes = [...new Set(principal.scopes)].sort().join(' ');
+    caller = {
+      authenticated: true,
+      own: `c:${digest([principal.customerId, scopes, isAdmin(principal)])}`,
+      owner: `o:${digest(principal.customerId)}`,
+    };
+    callers.set(principal, caller);
+  }
+  return caller;
 }
 
 /** Partitions to look in, most specific first. */

@@ -31,7 +31,9 @@ const SINGLETON_FIELDS = ['host', 'content-length', 'transfer-encoding', 'author
  * the sender named in `Connection` (RFC 9110 §7.6.1).
  */
 export function hopByHopNames(connectionHeader: string | string[] | undefined): ReadonlySet<string> {
-  if (connectionHeader === undefined) return HOP_BY_HOP;
+  // `keep-alive` and `close` name nothing beyond the fixed set: no copy per message.
+  if (connectionHeader === undefined || connectionHeader === 'keep-alive' || connectionHeader === 'close')
+    return HOP_BY_HOP;
   const names = new Set(HOP_BY_HOP);
   const values = Array.isArray(connectionHeader) ? connectionHeader : [connectionHeader];
   for (const value of values) {

@@ -4,11 +4,13 @@
  */
 import { pino, type Logger } from 'pino';
 
+const BASE = { service: 'portico-gateway' };
+
 export function createLogger(options: { level?: string; destination?: NodeJS.WritableStream } = {}): Logger {
   return pino(
     {
       level: options.level ?? 'info',
-      base: { service: 'portico-gateway' },
+      base: BASE,
       timestamp: pino.stdTimeFunctions.isoTime,
       // Belt and braces: should anyone log a request or headers whole, these stay out.
       redact: {
@@ -25,6 +27,16 @@ export function createLogger(options: { level?: string; destination?: NodeJS.Wri
     // lines, never audit records.
     options.destination ?? batchedStdout(),
   );
+}
+
+/**
+ * The same destination and level without redaction, for the request line alone: its fields are
+ * fixed and hold no header, and redaction copied every logged object (~8% of all the bytes the
+ * gateway allocated under load).
+ */
+export function requestLineLogger(log: Logger): Logger {
+  const destination = (log as unknown as Record<symbol, pino.DestinationStream>)[pino.symbols.streamSym];
+  return pino({ level: log.level, base: BASE, timestamp: pino.stdTimeFunctions.isoTime }, destination);
 }
 
 /** Destinations with lines still batched; pino flushes only asynchronous ones at exit. */

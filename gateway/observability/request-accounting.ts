@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import type { AuditEntry } from '../audit/audit-record.ts';
 import type { AuditLog } from '../audit/audit-log.ts';
 import type { GatewayContext } from '../pipeline/context.ts';
+import { requestLineLogger } from './logger.ts';
 import type { GatewayMetrics } from './metrics.ts';
 
 export interface RequestAccounting {
@@ -20,7 +21,7 @@ export function createRequestAccounting(deps: {
   /** The gateway's logger: the request line names its id itself, without a child logger. */
   log: Logger;
 }): RequestAccounting {
-  const { log } = deps;
+  const log = requestLineLogger(deps.log);
   return {
     finished(ctx, res, { startedNs, startedAt }) {
       const seconds = Number(process.hrtime.bigint() - startedNs) / 1e9;

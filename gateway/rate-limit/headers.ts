@@ -9,9 +9,15 @@ import type { PolicyOutcome, RateLimitDecision } from './limiter.ts';
 /** Policy names are restricted by the config schema to characters safe inside an sf-string. */
 export function rateLimitHeaders(outcomes: readonly PolicyOutcome[]): Record<string, string> {
   if (outcomes.length === 0) return {};
+  const fields = rateLimitFields(outcomes);
+  return { 'RateLimit-Policy': fields.policy, RateLimit: fields.state };
+}
+
+/** The values of `RateLimit-Policy` (`policy`) and `RateLimit` (`state`). */
+export function rateLimitFields(outcomes: readonly PolicyOutcome[]): { policy: string; state: string } {
   return {
-    'RateLimit-Policy': outcomes.map((o) => `"${o.name}";q=${o.limit};w=${o.windowSeconds}`).join(', '),
-    RateLimit: outcomes.map((o) => `"${o.name}";r=${o.remaining};t=${o.resetSeconds}`).join(', '),
+    policy: outcomes.map((o) => `"${o.name}";q=${o.limit};w=${o.windowSeconds}`).join(', '),
+    state: outcomes.map((o) => `"${o.name}";r=${o.remaining};t=${o.resetSeconds}`).join(', '),
   };
 }
 

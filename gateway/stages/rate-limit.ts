@@ -5,7 +5,7 @@
  * later stages included.
  */
 import type { Stage } from '../pipeline/context.ts';
-import { rateLimitHeaders, rateLimitProblem, storeUnavailableProblem } from '../rate-limit/headers.ts';
+import { rateLimitFields, rateLimitProblem, storeUnavailableProblem } from '../rate-limit/headers.ts';
 import type { RateLimitDecision, RateLimiter } from '../rate-limit/limiter.ts';
 
 export interface RateLimitStageDeps {
@@ -28,12 +28,13 @@ export function createRateLimitStage(deps: RateLimitStageDeps): Stage {
     ctx.facts.rateLimit = auditFact(decision);
     if (decision.kind === 'unavailable') throw storeUnavailableProblem();
     if (decision.kind === 'limited') throw rateLimitProblem(decision);
-    const headers = rateLimitHeaders(decision.outcomes);
     await next();
     // Response header names are lower case (as undici gives the upstream's), so that a name
     // is never sent twice in two spellings.
     const response = ctx.response;
-    if (response !== undefined)
-      for (const [name, value] of Object.entries(headers)) response.headers[name.toLowerCase()] = value;
+    if (response === undefined || decision.outcomes.length === 0) return;
+    const fields = rateLimitFields(decision.outcomes);
+    response.headers['ratelimit-policy'] = fields.policy;
+    response.headers['ratelimit'] = fields.state;
   };
 }
