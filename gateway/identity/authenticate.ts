@@ -138,15 +138,42 @@ export function createAuthenticator(config: AuthConfig, deps: AuthenticatorDeps)
     };
   }
 
+  /**
+   * Verifications under way, by credential digest. A client that opens its connections with a
+   * new token sends it many times at once: each would be counted against its address before
+   * the first one verified, and enough of them lock the address out. One credential is counted
+   * and verified once; the others wait for that outcome.
+   */
+  const verifying = new Map<string, Promise<AuthOutcome>>();
+
+  async function once(id: string, gate: VerifyGate, judge: () => Promise<AuthOutcome>): Promise<AuthOutcome> {
+    const running = verifying.get(id);
+    if (running !== undefined) {
+      try {
+        return await running;
+      } catch {
+        // Refused at its own gate (its address is over the limit): this one passes its own.
+      }
+    }
+    const judging = gate().then(judge);
+    verifying.set(id, judging);
+    try {
+      return await judging;
+    } finally {
+      if (verifying.get(id) === judging) verifying.delete(id);
+    }
+  }
+
   async function bearer(token: string, gate: VerifyGate): Promise<AuthOutcome> {
     const known = verifier.known(token);
     if (known !== undefined) return { ok: true, principal: known, cacheHit: true };
-    await gate();
-    const result = await verifier.verify(token);
-    if (result.ok) return { ok: true, principal: result.principal, cacheHit: result.cacheHit };
-    if (result.kind === 'unavailable')
-      return { ok: false, problem: keysUnavailable(), reason: result.reason };
-    return { ok: false, problem: invalidToken(result.reason), reason: result.reason };
+    return once(digest('sha256', token, 'base64url'), gate, async () => {
+      const result = await verifier.verify(token);
+      if (result.ok) return { ok: true, principal: result.principal, cacheHit: result.cacheHit };
+      if (result.kind === 'unavailable')
+        return { ok: false, problem: keysUnavailable(), reason: result.reason };
+      return { ok: false, problem: invalidToken(result.reason), reason: result.reason };
+    });
   }
 
   // The ring is loaded once per process, so a signature that verified stays verified.
@@ -155,17 +182,20 @@ export function createAuthenticator(config: AuthConfig, deps: AuthenticatorDeps)
   async function apiKey(presented: string, gate: VerifyGate): Promise<AuthOutcome> {
     if (apiKeys === undefined) return judged(gate, refuse('API keys are not accepted'));
     const id = digest('sha256', presented, 'base64url');
-    let claims = verifiedApiKeys.get(id);
-    if (claims === undefined) {
-      await gate();
+    const claims = verifiedApiKeys.get(id);
+    if (claims !== undefined) return unlessRevoked(apiKeys.store, claims);
+    return once(id, gate, () => {
       const check = verifyApiKey(apiKeys.ring, presented);
-      if (!check.ok) return refuse(check.reason);
-      claims = check.claims;
-      verifiedApiKeys.set(id, claims);
-    }
+      if (!check.ok) return Promise.resolve(refuse(check.reason));
+      verifiedApiKeys.set(id, check.claims);
+      return unlessRevoked(apiKeys.store, check.claims);
+    });
+  }
+
+  async function unlessRevoked(store: ApiKeyStore, claims: ApiKeyClaims): Promise<AuthOutcome> {
     let revoked: boolean;
     try {
-      revoked = await apiKeys.store.isRevoked(claims.id);
+      revoked = await store.isRevoked(claims.id);
     } catch (error) {
       // Fail closed: a revoked key must not slip through while the store is down.
       deps.logger.error({ err: (error as Error).message }, 'API-key revocation store unavailable');

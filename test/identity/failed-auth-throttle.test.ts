@@ -109,4 +109,25 @@ describe('failed-authentication throttle', () => {
       expect(statuses).toEqual([401, 401, 401, 429]);
     });
   });
+
+  it('counts a new credential sent on many connections at once as one attempt, and lets it in', async () => {
+    await withPortico(3, async (portico) => {
+      // A client with 32 connections open (warmed without credentials, which count nothing)
+      // sends a token it has just obtained on all of them at once.
+      const warm = await Promise.all(Array.from({ length: 32 }, () => portico.call('GET', '/v1/orders')));
+      expect(warm.every((reply) => reply.status === 401)).toBe(true);
+      const token = await portico.token(customer('fresh-start'));
+      const replies = await Promise.all(
+        Array.from({ length: 32 }, () => portico.call('GET', '/v1/orders', { token })),
+      );
+      expect(replies.map((reply) => reply.status)).toEqual(Array.from({ length: 32 }, () => 200));
+      // Nothing of it stayed counted: the address still has its three guesses.
+      const statuses = [];
+      for (let i = 0; i < 4; i++)
+        statuses.push(
+          (await portico.call('GET', '/v1/orders', { token: await forgedToken(portico, i) })).status,
+        );
+      expect(statuses).toEqual([401, 401, 401, 429]);
+    });
+  });
 });
