@@ -43,6 +43,8 @@ export interface BuildDeps {
   auditLogPath?: string;
   /** Read for the API-key signing keys; process.env by default. */
   env?: NodeJS.ProcessEnv;
+  /** Fields on every answer of the handler (start.ts: the listener's HSTS and nosniff). */
+  answerHeaders?: Readonly<Record<string, string>>;
 }
 
 export interface BuildOptions {
@@ -117,6 +119,7 @@ export async function buildGateway(
     log,
     clientIpOf: createClientIp(config.proxy.trustProxy),
     accounting: createRequestAccounting({ metrics, log, ...(audit === undefined ? {} : { audit }) }),
+    ...(deps.answerHeaders === undefined ? {} : { answerHeaders: deps.answerHeaders }),
   });
 
   return {

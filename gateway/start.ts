@@ -66,7 +66,13 @@ export async function startGateway(
   logCertificate(log, certificate);
   const lifecycle = new Lifecycle();
   return lifecycle.start(async () => {
-    const built = await buildGateway(config, deps, options, lifecycle);
+    // Every HTTPS answer carries these; the handler writes them with the response's own fields.
+    const hsts = hstsValue(config.listener.hsts);
+    const answerHeaders: Record<string, string> = {
+      ...(hsts === undefined ? {} : { 'strict-transport-security': hsts }),
+      [NOSNIFF.name.toLowerCase()]: NOSNIFF.value,
+    };
+    const built = await buildGateway(config, { ...deps, answerHeaders }, options, lifecycle);
     let draining = false;
 
     const adminHost = deps.adminHost ?? '127.0.0.1';
@@ -84,15 +90,12 @@ export async function startGateway(
     const adminAddress = await listen(admin, deps.adminPort, adminHost);
     lifecycle.defer('admin listener', () => closeServer(admin));
 
-    const hsts = hstsValue(config.listener.hsts);
     const https = createHttpsListener(config.listener, {
       certificate,
       log,
       metrics: built.metrics,
       onRequest: (req, res) => {
         httpsDrain.track(res);
-        if (hsts !== undefined) res.setHeader('Strict-Transport-Security', hsts);
-        res.setHeader(NOSNIFF.name, NOSNIFF.value);
         built.handler(req, res);
       },
       onRefused: (refusal) => built.audit?.record(refusalEntry(refusal)),

@@ -18,17 +18,20 @@ export interface RequestHandlerDeps {
   log: Logger;
   clientIpOf: (req: IncomingMessage) => string;
   accounting: RequestAccounting;
+  /** Fields on every answer (the listener's HSTS and nosniff), unless the response sets them. */
+  answerHeaders?: Readonly<Record<string, string>>;
 }
 
 export function createRequestHandler(deps: RequestHandlerDeps): RequestHandler {
   const { run, log, clientIpOf, accounting } = deps;
+  const answerHeaders = deps.answerHeaders ?? {};
 
   async function handle(ctx: GatewayContext): Promise<void> {
     const { res } = ctx;
     try {
       await run(ctx);
       if (ctx.response === undefined) throw new Error('no stage produced a response');
-      await writeResponse(res, ctx.response);
+      await writeResponse(res, ctx.response, answerHeaders);
     } catch (error) {
       if (error instanceof ClientGoneError || res.destroyed) return;
       if (res.headersSent) {
@@ -41,6 +44,7 @@ export function createRequestHandler(deps: RequestHandlerDeps): RequestHandler {
         return;
       }
       ctx.log.error({ err: error }, 'unexpected error');
+      for (const name in answerHeaders) res.setHeader(name, answerHeaders[name]!);
       sendProblem(
         res,
         new HttpProblem('ERR_INTERNAL', 'the gateway failed to handle this request'),
