@@ -19,7 +19,17 @@ export interface ServiceConfig {
   /** Database pool size; undefined leaves the pool's default. */
   poolMax: number | undefined;
   dataDir: string;
+  /**
+   * How the service speaks: HTTPS with the files named by SERVICE_TLS_*, the data dir's
+   * development PKI when none is named, plain HTTP only when SERVICE_PLAIN_HTTP=true says so.
+   */
+  transport: ServiceTransport;
 }
+
+export type ServiceTransport =
+  | { kind: 'files'; certFile: string; keyFile: string; clientCaFile?: string }
+  | { kind: 'dev-pki' }
+  | { kind: 'plain-http' };
 
 const DEFAULT_PORT = 8081;
 const DEFAULT_HOST = '127.0.0.1';
@@ -61,6 +71,26 @@ function hostName(env: NodeJS.ProcessEnv, name: string, problems: Problems): str
   return undefined;
 }
 
+function transport(env: NodeJS.ProcessEnv, problems: Problems): ServiceTransport {
+  const certFile = rawValue(env, 'SERVICE_TLS_CERT_FILE');
+  const keyFile = rawValue(env, 'SERVICE_TLS_KEY_FILE');
+  const clientCaFile = rawValue(env, 'SERVICE_TLS_CLIENT_CA_FILE');
+  const plain = rawValue(env, 'SERVICE_PLAIN_HTTP');
+  if (plain !== undefined && plain !== 'true' && plain !== 'false')
+    problems.push(`SERVICE_PLAIN_HTTP must be true or false, not "${plain}"`);
+  const named = certFile !== undefined || keyFile !== undefined || clientCaFile !== undefined;
+  if (plain === 'true') {
+    if (named) problems.push('SERVICE_PLAIN_HTTP=true cannot be combined with SERVICE_TLS_* files');
+    return { kind: 'plain-http' };
+  }
+  if (!named) return { kind: 'dev-pki' };
+  if (certFile === undefined || keyFile === undefined) {
+    problems.push('SERVICE_TLS_CERT_FILE and SERVICE_TLS_KEY_FILE must be set together');
+    return { kind: 'dev-pki' };
+  }
+  return { kind: 'files', certFile, keyFile, ...(clientCaFile === undefined ? {} : { clientCaFile }) };
+}
+
 /**
  * @param poolMax the pool size the caller decided (the embedded database has one backend);
  * DATABASE_POOL_MAX is read only when it is undefined.
@@ -81,6 +111,7 @@ export function readServiceConfig(env: NodeJS.ProcessEnv, poolMax?: number): Ser
     port: wholeNumber(env, 'SERVICE_PORT', { min: 0, max: 65_535, unit: 'port' }, problems) ?? DEFAULT_PORT,
     host: hostName(env, 'SERVICE_HOST', problems) ?? DEFAULT_HOST,
     dataDir: env['PORTICO_DATA_DIR'] || '.portico',
+    transport: transport(env, problems),
   };
   if (problems.length > 0) throw new ServiceConfigError(problems.join('; '));
   return config;

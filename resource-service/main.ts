@@ -3,7 +3,11 @@
  *
  * Environment: SERVICE_PORT (8081), SERVICE_HOST (127.0.0.1), DATABASE_URL (required here; the
  * zero-configuration start provides one), DATABASE_POOL_MAX (10), PORTICO_DATA_DIR (.portico),
- * PORTICO_ASSERTION_KEYS, SERVICE_SHUTDOWN_TIMEOUT_MS (10000), LOG_LEVEL (info).
+ * PORTICO_ASSERTION_KEYS, SERVICE_SHUTDOWN_TIMEOUT_MS (10000), LOG_LEVEL (info),
+ * SERVICE_TLS_CERT_FILE / SERVICE_TLS_KEY_FILE / SERVICE_TLS_CLIENT_CA_FILE (mutual TLS; the data
+ * dir's development CA without them), SERVICE_PLAIN_HTTP (true: plain HTTP, warned).
+ *
+ * SIGHUP re-reads the certificate, key and client CA (rotation without a restart).
  *
  * SIGTERM/SIGINT drain: no new connections, requests in flight answered, then exit 0; whatever
  * still runs after SERVICE_SHUTDOWN_TIMEOUT_MS is cut.
@@ -40,6 +44,7 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGHUP', () => running.reload());
 }
 
 main().catch((err: unknown) => {

@@ -10,6 +10,7 @@
 import type { Logger } from 'pino';
 import type { Sql } from 'postgres';
 import { loadAssertionKeys } from '../shared/assertion-keys.ts';
+import { ensureDevPki } from '../shared/dev-pki.ts';
 import { Lifecycle } from '../shared/lifecycle.ts';
 import { readServiceConfig } from './config.ts';
 import type { ServiceConfig } from './config.ts';
@@ -18,14 +19,47 @@ import { connectDatabase } from './db/connect.ts';
 import { migrate } from './db/migrate.ts';
 import { startService } from './server.ts';
 import type { RunningService } from './server.ts';
+import { describeServiceCertificate, type ServiceTlsFiles } from './tls.ts';
 
 const PURGE_INTERVAL_MS = 10 * 60 * 1000;
 
 export interface ServiceProcess {
   service: RunningService;
   sql: Sql;
+  /** The files the service's TLS uses; undefined over plain HTTP. */
+  tls: ServiceTlsFiles | undefined;
+  /** SIGHUP: re-reads the certificate, key and client CA; a bad set is logged and not taken. */
+  reload(): void;
   /** Drains the service (SERVICE_SHUTDOWN_TIMEOUT_MS at most), then ends the database pool. */
   stop(): Promise<void>;
+}
+
+/**
+ * The TLS files the transport names; the data dir's development PKI when none is named. Plain
+ * HTTP is an operator's explicit choice, said again at every start.
+ */
+export async function serviceTlsFiles(
+  config: ServiceConfig,
+  logger: Logger,
+): Promise<ServiceTlsFiles | undefined> {
+  const { transport } = config;
+  if (transport.kind === 'plain-http') {
+    logger.warn(
+      'SERVICE_PLAIN_HTTP=true: the service speaks plain HTTP; anyone on its network reads and can call it',
+    );
+    return undefined;
+  }
+  if (transport.kind === 'files') {
+    if (transport.clientCaFile === undefined)
+      logger.warn('SERVICE_TLS_CLIENT_CA_FILE not set: HTTPS without client certificates (no mutual TLS)');
+    return transport;
+  }
+  const pki = await ensureDevPki(config.dataDir);
+  logger.warn(
+    { dataDir: config.dataDir },
+    'no SERVICE_TLS_* files: mutual TLS with the development CA of the data dir',
+  );
+  return { certFile: pki.serviceCertFile, keyFile: pki.serviceKeyFile, clientCaFile: pki.caFile };
 }
 
 /** What a drain found, for the pool's close that runs after it. */
@@ -52,6 +86,7 @@ async function startComponents(
     // close, and PostgreSQL rolls back what they had begun.
     (pool) => pool.end({ timeout: drain.finished ? 5 : 0 }),
   );
+  const tls = await serviceTlsFiles(config, logger);
   const applied = await migrate(sql);
   if (applied.length > 0) logger.info({ applied }, 'database migrated');
 
@@ -64,12 +99,24 @@ async function startComponents(
         assertionKeys: loadAssertionKeys(env, config.dataDir),
         port: config.port,
         host: config.host,
+        ...(tls === undefined ? {} : { tls }),
       }),
     async (running) => {
       drain.finished = await running.close({ deadlineMs: config.shutdownTimeoutMs });
     },
   );
-  logger.info({ url: service.url }, 'resource service listening');
+  logger.info(
+    {
+      url: service.url,
+      ...(tls === undefined
+        ? {}
+        : {
+            certificate: describeServiceCertificate(tls),
+            clientCertificates: tls.clientCaFile !== undefined,
+          }),
+    },
+    'resource service listening',
+  );
 
   const purge = setInterval(() => {
     purgeExpiredIdempotencyRecords(sql).catch((err: unknown) =>
@@ -78,7 +125,7 @@ async function startComponents(
   }, PURGE_INTERVAL_MS);
   purge.unref();
   lifecycle.defer('idempotency purge', () => clearInterval(purge));
-  return { sql, service };
+  return { sql, service, tls };
 }
 
 export async function runService(
@@ -89,12 +136,25 @@ export async function runService(
   const config = readServiceConfig(env, database.maxConnections);
   const lifecycle = new Lifecycle();
   const drain: DrainOutcome = { finished: true };
-  const { sql, service } = await lifecycle.start((lc) =>
+  const { sql, service, tls } = await lifecycle.start((lc) =>
     startComponents(lc, config, env, logger, database, drain),
   );
   return {
     service,
     sql,
+    tls,
+    reload() {
+      try {
+        service.reloadCertificates();
+        if (tls !== undefined)
+          logger.info({ certificate: describeServiceCertificate(tls) }, 'certificates reloaded');
+      } catch (error) {
+        logger.error(
+          { err: { message: (error as Error).message } },
+          'certificate reload failed; keeping the current one',
+        );
+      }
+    },
     async stop() {
       await lifecycle.close();
       logger.info({ finished: drain.finished }, 'resource service stopped');

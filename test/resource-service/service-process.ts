@@ -61,6 +61,8 @@ export async function spawnService(options: {
       SERVICE_HOST: '127.0.0.1',
       PORTICO_ASSERTION_KEYS: `${key.kid}:${key.secret.toString('base64')}`,
       LOG_LEVEL: 'warn',
+      // These tests are about drains and crashes, not transport: plain HTTP, asked for explicitly.
+      SERVICE_PLAIN_HTTP: 'true',
       ...options.env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -6,9 +6,13 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { pino } from 'pino';
 import type { Logger } from 'pino';
 import type { Sql } from 'postgres';
+import type { Dispatcher } from 'undici';
+import { fetch as undiciFetch } from 'undici';
 import { inject } from 'vitest';
 import { startService } from '../../resource-service/server.ts';
 import { connectDatabase } from '../../resource-service/db/connect.ts';
+import type { RunningService } from '../../resource-service/server.ts';
+import type { ServiceTlsFiles } from '../../resource-service/tls.ts';
 import { IDENTITY_HEADER, signAssertion } from '../../shared/identity-assertion.ts';
 import type { AssertionKey } from '../../shared/identity-assertion.ts';
 import type { Principal } from '../../shared/principal.ts';
@@ -27,6 +31,8 @@ export interface RequestOptions {
   headers?: Record<string, string>;
   /** Override the signed assertion: a string is sent as is, null sends none. */
   assertion?: string | null;
+  /** The connection to use (a mutual-TLS agent for a service started with `tls`). */
+  dispatcher?: Dispatcher;
 }
 
 export interface Client {
@@ -36,6 +42,7 @@ export interface Client {
 
 export interface TestService {
   url: string;
+  service: RunningService;
   sql: Sql;
   keys: AssertionKey[];
   as(principal: Partial<Principal> & { customerId: string }): Client;
@@ -68,15 +75,28 @@ export async function rawRequest(
       requestId: randomUUID(),
     });
   }
-  const response = await fetch(`${url}${path}`, { method, headers, ...(body === undefined ? {} : { body }) });
+  const init = { method, headers, ...(body === undefined ? {} : { body }) };
+  const response =
+    options.dispatcher === undefined
+      ? await fetch(`${url}${path}`, init)
+      : ((await undiciFetch(`${url}${path}`, {
+          ...init,
+          dispatcher: options.dispatcher,
+        })) as unknown as Response);
   const text = await response.text();
   let parsed: unknown = undefined;
   if (text !== '' && /json/.test(response.headers.get('content-type') ?? '')) parsed = JSON.parse(text);
   return { status: response.status, headers: response.headers, body: parsed, text };
 }
 
+/**
+ * The service on port 0: plain HTTP unless `tls` is given (an explicit choice of these tests,
+ * which are about the service's behaviour, not its transport; test/resource-service/mutual-tls
+ * covers that), HTTPS, and mutual TLS with `tls.clientCaFile`. `dispatcher` is used by the
+ * clients of `as()`.
+ */
 export async function startTestService(
-  options: { maxBodyBytes?: number; logger?: Logger } = {},
+  options: { maxBodyBytes?: number; logger?: Logger; tls?: ServiceTlsFiles; dispatcher?: Dispatcher } = {},
 ): Promise<TestService> {
   const sql = connectDatabase({ url: inject('databaseUrl'), max: 25 });
   const keys: AssertionKey[] = [{ kid: 'test', secret: randomBytes(32) }];
@@ -85,6 +105,7 @@ export async function startTestService(
     logger: options.logger ?? pino({ level: 'silent' }),
     assertionKeys: keys,
     port: 0,
+    ...(options.tls === undefined ? {} : { tls: options.tls }),
     ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
   });
   const key = keys[0] as AssertionKey;
@@ -100,12 +121,17 @@ export async function startTestService(
     return {
       principal,
       request: (method, path, opts = {}) =>
-        rawRequest(service.url, method, path, { ...opts, assertionFor: { key, principal } }),
+        rawRequest(service.url, method, path, {
+          ...(options.dispatcher === undefined ? {} : { dispatcher: options.dispatcher }),
+          ...opts,
+          assertionFor: { key, principal },
+        }),
     };
   };
 
   return {
     url: service.url,
+    service,
     sql,
     keys,
     as,
