@@ -6,10 +6,11 @@
  * explicit policy (`onStoreFailure`), decided here and nowhere else.
  */
 import type { Redis } from 'ioredis';
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Principal } from '../../shared/principal.ts';
 import { durationSeconds } from './config-schema.ts';
 import type { RateLimitPolicyConfig, RateLimitsConfig } from './config-schema.ts';
+import { createRedisCounter, type RedisCounter } from './redis-counter.ts';
 
 export interface RateLimitSubject {
   method: string;
@@ -66,7 +67,8 @@ export interface RateLimiter {
 interface CompiledPolicy {
   config: RateLimitPolicyConfig;
   windowSeconds: number;
-  redis: RateLimiterRedis | undefined;
+  /** Prefix of the policy's counter keys (in Redis and in memory). */
+  keyPrefix: string;
   memory: RateLimiterMemory;
 }
 
@@ -108,6 +110,8 @@ export function createRateLimiter(
   let storeFailures = 0;
   let lastFailureAt = 0;
 
+  const counter: RedisCounter | undefined = redis === undefined ? undefined : createRedisCounter(redis);
+
   const compile = (policy: RateLimitPolicyConfig, prefix: string): CompiledPolicy => {
     const windowSeconds = durationSeconds(policy.window);
     // The window is part of the key: changing it starts fresh counters, changing the limit
@@ -116,15 +120,7 @@ export function createRateLimiter(
     return {
       config: policy,
       windowSeconds,
-      redis:
-        redis === undefined
-          ? undefined
-          : new RateLimiterRedis({
-              storeClient: redis,
-              keyPrefix,
-              points: policy.limit,
-              duration: windowSeconds,
-            }),
+      keyPrefix,
       memory: new RateLimiterMemory({ keyPrefix, points: policy.limit, duration: windowSeconds }),
     };
   };
@@ -150,17 +146,23 @@ export function createRateLimiter(
       store,
     }: { points?: number; memoryOnFailure?: boolean; store?: StoreState } = {},
   ): Promise<Counted> {
-    const run = async (limiter: RateLimiterRedis | RateLimiterMemory): Promise<RateLimiterRes> => {
+    const inMemory = async (): Promise<RateLimiterRes> => {
       try {
-        return points > 0 ? await limiter.consume(key, points) : await limiter.reward(key, -points);
+        return points > 0
+          ? await policy.memory.consume(key, points)
+          : await policy.memory.reward(key, -points);
       } catch (error) {
+        // rate-limiter-flexible rejects with the result when the limit is passed.
         if (error instanceof RateLimiterRes) return error;
         throw error;
       }
     };
-    if (policy.redis !== undefined && store !== 'memory') {
+    if (counter !== undefined && store !== 'memory') {
       try {
-        return { res: await run(policy.redis), store: 'redis' };
+        // Same key as rate-limiter-flexible's RateLimiterRedis would use.
+        const counted = await counter.add(`${policy.keyPrefix}:${key}`, policy.windowSeconds, points);
+        const remaining = Math.max(policy.config.limit - counted.consumed, 0);
+        return { res: new RateLimiterRes(remaining, counted.msBeforeNext, counted.consumed), store: 'redis' };
       } catch (error) {
         storeFailures++;
         lastFailureAt = Date.now();
@@ -169,7 +171,7 @@ export function createRateLimiter(
           return { failed: true };
       }
     }
-    return { res: await run(policy.memory), store: 'memory' };
+    return { res: await inMemory(), store: 'memory' };
   }
 
   function outcome(policy: CompiledPolicy, res: RateLimiterRes): PolicyOutcome {
