@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { loadAssertionKeys } from '../shared/assertion-keys.ts';
+import { devPkiFiles, ensureDevPki } from '../shared/dev-pki.ts';
 import { Lifecycle } from '../shared/lifecycle.ts';
 import { createRedisClient, waitForRedis } from '../shared/redis.ts';
 import { loadConfig, type GatewayConfig } from './config/load.ts';
@@ -42,6 +43,8 @@ export async function runGateway(env: NodeJS.ProcessEnv, log: Logger): Promise<R
   const hasCertificate = config.listener.tls.certFile !== undefined;
   if (!hasCertificate)
     log.warn({ dataDir }, 'no certificate configured: using the self-signed development certificate');
+
+  await prepareUpstreamTls(config, dataDir, log);
 
   const lifecycle = new Lifecycle();
   return lifecycle.start(async () => {
@@ -97,6 +100,31 @@ export async function runGateway(env: NodeJS.ProcessEnv, log: Logger): Promise<R
       stop: () => lifecycle.close(),
     };
   });
+}
+
+/**
+ * The internal hop's transport, said at every start: the development CA is created when the
+ * config names its files (the default route with no GATEWAY_UPSTREAM_* variables), and each
+ * plain-HTTP upstream is an operator's explicit choice worth a warning.
+ */
+async function prepareUpstreamTls(config: GatewayConfig, dataDir: string, log: Logger): Promise<void> {
+  const dev = devPkiFiles(dataDir);
+  const usesDev = config.proxy.upstreamTls.some((entry) =>
+    [entry.caFile, entry.certFile, entry.keyFile].some(
+      (file) => file !== undefined && [dev.caFile, dev.clientCertFile, dev.clientKeyFile].includes(file),
+    ),
+  );
+  if (usesDev) {
+    await ensureDevPki(dataDir);
+    log.warn(
+      { dataDir },
+      'no GATEWAY_UPSTREAM_* files: mutual TLS to the service with the development CA of the data dir',
+    );
+  }
+  for (const origin of new Set(config.routes.map((route) => new URL(route.upstream).origin))) {
+    if (origin.startsWith('http:'))
+      log.warn({ upstream: origin }, 'plain HTTP to this upstream: anyone on that network reads its traffic');
+  }
 }
 
 /** The Redis client of REDIS_URL, or undefined (and a warning) without one. */

@@ -14,7 +14,7 @@ import { CacheConfigSchema } from '../cache/config-schema.ts';
 import { AuthConfigSchema, checkAuthConfig } from '../identity/config-schema.ts';
 import { RateLimitsSchema, checkRateLimits } from '../rate-limit/config-schema.ts';
 import { ListenerConfigSchema, checkListener } from '../edge/listener.ts';
-import { ProxyConfigSchema } from '../upstream/config-schema.ts';
+import { checkProxy, createProxyConfigSchema } from '../upstream/config-schema.ts';
 import { RequestIdConfigSchema } from '../stages/request-id.ts';
 import { checkRoutes, createRouteSchema } from '../stages/route-schema.ts';
 
@@ -25,7 +25,7 @@ function createConfigSchema(env: NodeJS.ProcessEnv) {
       admin: AdminConfigSchema,
       requestId: RequestIdConfigSchema,
       routes: createRouteSchema(env),
-      proxy: ProxyConfigSchema,
+      proxy: createProxyConfigSchema(env),
       auth: AuthConfigSchema,
       rateLimits: { ...RateLimitsSchema, default: {} },
       cache: { ...CacheConfigSchema, default: {} },
@@ -89,6 +89,15 @@ export function parseConfig(
   if (tls.keyFile !== undefined) tls.keyFile = resolvePath(baseDir, tls.keyFile);
   const { jwt } = config.auth;
   if (jwt.jwksFile !== undefined) jwt.jwksFile = resolvePath(baseDir, jwt.jwksFile);
+  // Paths the file wrote are relative to it; the defaults' (variables, data dir) to the process.
+  if ((input as { proxy?: { upstreamTls?: unknown } } | null)?.proxy?.upstreamTls !== undefined) {
+    for (const entry of config.proxy.upstreamTls) {
+      for (const key of ['caFile', 'certFile', 'keyFile'] as const) {
+        const path = entry[key];
+        if (path !== undefined) entry[key] = resolvePath(baseDir, path);
+      }
+    }
+  }
 
   const warnings = config.routes
     .filter((route) => route.auth === 'none')
@@ -123,6 +132,7 @@ function crossFieldProblems(config: GatewayConfig, schemaErrors: readonly ErrorO
         }),
     ],
     ['rateLimits', () => checkRateLimits(config.rateLimits)],
+    ['proxy', () => checkProxy(config.proxy)],
   ];
   return checks.flatMap(([section, check]) => (broken.has(section) ? [] : check()));
 }

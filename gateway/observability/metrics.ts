@@ -2,10 +2,11 @@
  * Prometheus metrics of one gateway instance. Each instance has its own registry, so two
  * gateways in one process (tests) never share counters.
  */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { createBoundCounter, createBoundHistogram } from './bound-metrics.ts';
 import type { StageTimer } from '../pipeline/compose.ts';
 
-export type UpstreamErrorKind = 'refused' | 'reset' | 'timeout' | 'malformed';
+export type UpstreamErrorKind = 'refused' | 'reset' | 'timeout' | 'malformed' | 'tls';
 
 /** The gateway's instruments, named once here. */
 export interface GatewayMetrics {
@@ -23,19 +24,15 @@ export interface GatewayMetrics {
 export function createMetrics(options: { processMetrics: boolean }): GatewayMetrics {
   const registry = new Registry();
   if (options.processMetrics) collectDefaultMetrics({ register: registry, prefix: 'portico_' });
-  const requests = new Counter({
+  const requests = createBoundCounter(registry, {
     name: 'portico_http_requests_total',
     help: 'Requests answered, by route prefix, method and status.',
-    labelNames: ['route', 'method', 'status'] as const,
-    registers: [registry],
   });
-  const duration = new Histogram({
+  const duration = createBoundHistogram(registry, {
     name: 'portico_http_request_duration_seconds',
     help: 'Time from request received to response finished, by route prefix.',
-    labelNames: ['route'] as const,
     // From a cache hit (sub-millisecond) to the upstream response timeout.
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-    registers: [registry],
   });
   const upstreamErrors = new Counter({
     name: 'portico_upstream_errors_total',
@@ -48,46 +45,42 @@ export function createMetrics(options: { processMetrics: boolean }): GatewayMetr
     help: 'Client connections currently open on the HTTPS listener.',
     registers: [registry],
   });
-  // Label sets bound once: prom-client hashes a label object on every call otherwise. Bounded:
-  // routes come from config, methods from KNOWN_METHODS, statuses are three digits.
-  const boundRequests = new Map<
-    string,
-    { count: { inc(): void }; duration: { observe(seconds: number): void } }
-  >();
+  // Bounded: routes come from config, methods from KNOWN_METHODS, statuses are three digits.
+  const boundRequests = new Map<string, () => void>();
+  const boundDurations = new Map<string, (seconds: number) => void>();
   return {
     registry,
     observeRequest(route, method, status, seconds) {
       // Unknown methods would let clients create label values without bound.
       const knownMethod = KNOWN_METHODS.has(method) ? method : 'OTHER';
       const key = `${route} ${knownMethod} ${status}`;
-      let bound = boundRequests.get(key);
-      if (bound === undefined) {
-        bound = {
-          count: requests.labels(route, knownMethod, String(status)),
-          duration: duration.labels(route),
-        };
-        boundRequests.set(key, bound);
+      let count = boundRequests.get(key);
+      if (count === undefined) {
+        count = requests.bind({ route, method: knownMethod, status: String(status) });
+        boundRequests.set(key, count);
       }
-      bound.count.inc();
-      bound.duration.observe(seconds);
+      let observe = boundDurations.get(route);
+      if (observe === undefined) {
+        observe = duration.bind({ route });
+        boundDurations.set(route, observe);
+      }
+      count();
+      observe(seconds);
     },
     stageTimer(stageNames) {
-      const stageDuration = new Histogram({
+      const stageDuration = createBoundHistogram(registry, {
         name: 'portico_stage_duration_seconds',
         help:
           "Each pipeline stage's own time per request, the stages after it excluded: " +
           'waits included (Redis for rate-limit, the upstream for proxy).',
-        labelNames: ['stage'] as const,
         // From a few microseconds (request-id) to the upstream response timeout (proxy).
         buckets: [
           0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25, 1, 5,
           30,
         ],
-        registers: [registry],
       });
-      // Bound once: observe() on a child skips hashing the label set on every request.
-      const byIndex = stageNames.map((stage) => stageDuration.labels({ stage }));
-      return (index, seconds) => byIndex[index]?.observe(seconds);
+      const byIndex = stageNames.map((stage) => stageDuration.bind({ stage }));
+      return (index, seconds) => byIndex[index]?.(seconds);
     },
     upstreamError(upstream, kind) {
       upstreamErrors.inc({ upstream, kind });

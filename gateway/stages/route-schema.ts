@@ -13,7 +13,9 @@ export const RouteSchema = Type.Object(
     }),
     upstream: Type.String({
       format: 'uri',
-      description: 'Origin the route forwards to, as `http://127.0.0.1:8081`; paths are forwarded unchanged.',
+      description:
+        'Origin the route forwards to, as `https://127.0.0.1:8081`; paths are forwarded unchanged. ' +
+        'An https: origin gets its TLS settings from `proxy.upstreamTls`; an http: one is plain HTTP, warned about at start.',
     }),
     auth: Type.Unsafe<'required' | 'none'>({
       type: 'string',
@@ -29,11 +31,20 @@ export const RouteSchema = Type.Object(
 export type RouteDefinition = Static<typeof RouteSchema>;
 
 /**
+ * The resource service on this host: HTTPS (mutual TLS, `proxy.upstreamTls`) unless
+ * SERVICE_PLAIN_HTTP=true, the service's own explicit opt-out, says it speaks plain HTTP.
+ */
+export function defaultServiceOrigin(env: NodeJS.ProcessEnv): string {
+  const scheme = env['SERVICE_PLAIN_HTTP'] === 'true' ? 'http' : 'https';
+  return `${scheme}://127.0.0.1:${env['SERVICE_PORT'] || '8081'}`;
+}
+
+/**
  * The default routes: `/v1` to the resource service on this host, and its OpenAPI document,
  * which is public so that clients can read the API before they hold a credential.
  */
 export function defaultRoutes(env: NodeJS.ProcessEnv): RouteDefinition[] {
-  const upstream = `http://127.0.0.1:${env['SERVICE_PORT'] || '8081'}`;
+  const upstream = defaultServiceOrigin(env);
   return [
     { prefix: '/v1', upstream, auth: 'required', cache: true },
     { prefix: '/v1/openapi.json', upstream, auth: 'none', cache: true },

@@ -1,50 +1,155 @@
 /** The `proxy` config: how the gateway forwards to its upstreams. */
 import { Type, type Static } from '@sinclair/typebox';
+import { devPkiFiles } from '../../shared/dev-pki.ts';
+import { defaultServiceOrigin } from '../stages/route-schema.ts';
 
-export const ProxyConfigSchema = Type.Object(
+/** RFC 1123 host names, for the server name an upstream's certificate must carry. */
+const HOST_NAME =
+  '^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$';
+
+export const UpstreamTlsSchema = Type.Object(
   {
-    trustProxy: Type.Boolean({
-      default: false,
-      description:
-        'Off: Forwarded and X-Forwarded-* sent by the client are dropped and replaced with what this ' +
-        'gateway saw. On (only behind a load balancer that sets them): the incoming values are kept and ' +
-        'this hop is appended.',
+    origin: Type.String({
+      description: 'The https: origin (scheme, host, port) these settings apply to, as a route names it.',
     }),
-    connectionsPerUpstream: Type.Integer({
-      minimum: 1,
-      default: 128,
-      description: 'Most connections the pool opens to one upstream origin.',
-    }),
-    connectTimeoutMs: Type.Integer({
-      minimum: 1,
-      default: 5000,
-      description: 'Time to open an upstream connection before answering 504.',
-    }),
-    responseTimeoutMs: Type.Integer({
-      minimum: 1,
-      default: 30000,
-      description: 'Time for the upstream to send its response headers before answering 504.',
-    }),
-    bodyTimeoutMs: Type.Integer({
-      minimum: 1,
-      default: 30000,
-      description:
-        'Longest pause between two chunks of the upstream response body; past it the response is cut.',
-    }),
-    keepAliveTimeoutMs: Type.Integer({
-      minimum: 1,
-      default: 4000,
-      description: 'How long an idle upstream connection is kept (the upstream may announce less).',
-    }),
-    retries: Type.Integer({
-      minimum: 0,
-      maximum: 3,
-      default: 1,
-      description:
-        'Retries after a connection failure, only for idempotent methods without a request body ' +
-        '(a streamed body cannot be replayed without buffering it).',
-    }),
+    caFile: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description:
+          'PEM file of the CAs trusted for this upstream (several certificates for a CA rotation); the system CAs when omitted.',
+      }),
+    ),
+    certFile: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description: 'PEM client certificate presented to the upstream (mutual TLS).',
+      }),
+    ),
+    keyFile: Type.Optional(
+      Type.String({ minLength: 1, description: 'PEM private key of `certFile`; required with it.' }),
+    ),
+    serverName: Type.Optional(
+      Type.String({
+        pattern: HOST_NAME,
+        description:
+          "Name the upstream's certificate must carry, and sent as SNI; the origin's host when omitted.",
+      }),
+    ),
   },
-  { additionalProperties: false, default: {}, description: 'Upstream forwarding.' },
+  { additionalProperties: false },
 );
+export type UpstreamTls = Static<typeof UpstreamTlsSchema>;
+
+/**
+ * The TLS settings of the default service origin: GATEWAY_UPSTREAM_* files, or the data dir's
+ * development CA and client certificate (created at start), so that the hop is mutual TLS with
+ * nothing configured. None when SERVICE_PLAIN_HTTP=true asks for plain HTTP.
+ */
+export function defaultUpstreamTls(env: NodeJS.ProcessEnv): UpstreamTls[] {
+  if (env['SERVICE_PLAIN_HTTP'] === 'true') return [];
+  const dev = devPkiFiles(env['PORTICO_DATA_DIR'] || '.portico');
+  const pick = (name: string, fallback: string) => env[name] || fallback;
+  return [
+    {
+      origin: defaultServiceOrigin(env),
+      caFile: pick('GATEWAY_UPSTREAM_CA_FILE', dev.caFile),
+      certFile: pick('GATEWAY_UPSTREAM_CERT_FILE', dev.clientCertFile),
+      keyFile: pick('GATEWAY_UPSTREAM_KEY_FILE', dev.clientKeyFile),
+    },
+  ];
+}
+
+/** The `proxy` schema; the default service origin's TLS comes from `env`. */
+export function createProxyConfigSchema(env: NodeJS.ProcessEnv) {
+  return Type.Object(
+    {
+      ...PROXY_PROPERTIES,
+      upstreamTls: Type.Array(UpstreamTlsSchema, {
+        default: defaultUpstreamTls(env),
+        description:
+          'TLS of https: upstreams, one entry per origin: CAs to trust, client certificate to present, server name. ' +
+          'A list replaces the default entry (the resource service, mutual TLS with GATEWAY_UPSTREAM_CA_FILE, ' +
+          "_CERT_FILE, _KEY_FILE or the data dir's development CA). Certificate files are re-read when they change.",
+      }),
+    },
+    { additionalProperties: false, default: {}, description: 'Upstream forwarding.' },
+  );
+}
+
+const PROXY_PROPERTIES = {
+  trustProxy: Type.Boolean({
+    default: false,
+    description:
+      'Off: Forwarded and X-Forwarded-* sent by the client are dropped and replaced with what this ' +
+      'gateway saw. On (only behind a load balancer that sets them): the incoming values are kept and ' +
+      'this hop is appended.',
+  }),
+  connectionsPerUpstream: Type.Integer({
+    minimum: 1,
+    default: 128,
+    description: 'Most connections the pool opens to one upstream origin.',
+  }),
+  connectTimeoutMs: Type.Integer({
+    minimum: 1,
+    default: 5000,
+    description: 'Time to open an upstream connection before answering 504.',
+  }),
+  responseTimeoutMs: Type.Integer({
+    minimum: 1,
+    default: 30000,
+    description: 'Time for the upstream to send its response headers before answering 504.',
+  }),
+  bodyTimeoutMs: Type.Integer({
+    minimum: 1,
+    default: 30000,
+    description:
+      'Longest pause between two chunks of the upstream response body; past it the response is cut.',
+  }),
+  keepAliveTimeoutMs: Type.Integer({
+    minimum: 1,
+    default: 4000,
+    description: 'How long an idle upstream connection is kept (the upstream may announce less).',
+  }),
+  retries: Type.Integer({
+    minimum: 0,
+    maximum: 3,
+    default: 1,
+    description:
+      'Retries after a connection failure, only for idempotent methods without a request body ' +
+      '(a streamed body cannot be replayed without buffering it).',
+  }),
+};
+
+/** `proxy` without the env-derived default (for code that only needs its type). */
+export const ProxyConfigSchema = createProxyConfigSchema({});
 export type ProxyConfig = Static<typeof ProxyConfigSchema>;
+
+/**
+ * Checks the schema cannot express, each `path: problem`: an origin that is an https: origin
+ * and named once, a certificate with its key.
+ */
+export function checkProxy(proxy: ProxyConfig): string[] {
+  const problems: string[] = [];
+  const seen = new Set<string>();
+  proxy.upstreamTls.forEach((entry, index) => {
+    const at = `proxy.upstreamTls[${index}]`;
+    let url: URL | undefined;
+    try {
+      url = new URL(entry.origin);
+    } catch {
+      problems.push(`${at}.origin: must be a URL`);
+    }
+    if (url !== undefined) {
+      if (url.protocol !== 'https:') problems.push(`${at}.origin: must be an https: origin`);
+      else if (url.origin !== entry.origin.replace(/\/$/, ''))
+        problems.push(`${at}.origin: must be an origin only (scheme, host, port)`);
+      if (seen.has(url.origin)) problems.push(`${at}.origin: ${url.origin} has settings already`);
+      seen.add(url.origin);
+    }
+    if ((entry.certFile === undefined) !== (entry.keyFile === undefined))
+      problems.push(
+        `${at}.${entry.certFile === undefined ? 'certFile' : 'keyFile'}: is required with ${entry.certFile === undefined ? 'keyFile' : 'certFile'}`,
+      );
+  });
+  return problems;
+}

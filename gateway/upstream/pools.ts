@@ -1,10 +1,12 @@
 /**
  * One undici Pool per upstream origin, shared by every route that names it, so that
- * connections stay alive across requests and clients.
+ * connections stay alive across requests and clients. An https: origin connects with the TLS
+ * settings `proxy.upstreamTls` gives it (upstream-tls.ts).
  */
 import { connect } from 'node:net';
 import { Pool } from 'undici';
 import type { ProxyConfig } from './config-schema.ts';
+import { createTlsConnector } from './upstream-tls.ts';
 
 /** The upstream pools of one gateway instance. */
 export interface Upstreams {
@@ -16,6 +18,14 @@ export interface Upstreams {
   /** Waits for in-flight upstream requests, then closes; `destroy` cuts them. */
   close(): Promise<void>;
   destroy(): Promise<void>;
+}
+
+function tlsConnector(origin: string, config: ProxyConfig) {
+  const index = config.upstreamTls.findIndex((entry) => new URL(entry.origin).origin === origin);
+  return createTlsConnector(config.upstreamTls[index], {
+    path: `proxy.upstreamTls[${index}]`,
+    connectTimeoutMs: config.connectTimeoutMs,
+  });
 }
 
 export function createUpstreams(origins: Iterable<string>, config: ProxyConfig): Upstreams {
@@ -32,6 +42,7 @@ export function createUpstreams(origins: Iterable<string>, config: ProxyConfig):
         headersTimeout: config.responseTimeoutMs,
         bodyTimeout: config.bodyTimeoutMs,
         connectTimeout: config.connectTimeoutMs,
+        ...(origin.startsWith('https:') ? { connect: tlsConnector(origin, config) } : {}),
       }),
     );
   }

@@ -1,6 +1,8 @@
 /**
  * What went wrong with an upstream, as a metrics label and as the client's problem: a
- * timeout is a 504, anything else that left no usable answer a 502.
+ * timeout is a 504, anything else that left no usable answer a 502. A certificate the
+ * gateway refused (unknown CA, wrong name, expired) or a handshake the upstream refused is
+ * `tls`: the request is never retried, and never sent in plain HTTP instead.
  */
 import { HttpProblem } from '../../shared/errors.ts';
 import type { UpstreamErrorKind } from '../observability/metrics.ts';
@@ -16,8 +18,28 @@ export class UpstreamFailure extends Error {
   }
 }
 
+/** OpenSSL's verification results, as Node names them in `error.code`. */
+const CERTIFICATE_CODES = new Set([
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_REVOKED',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+  'CERT_SIGNATURE_FAILURE',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'INVALID_CA',
+  'INVALID_PURPOSE',
+  'HOSTNAME_MISMATCH',
+  'EPROTO',
+]);
+
 export function errorKind(error: unknown): UpstreamErrorKind {
   const { code, name } = error as { code?: string; name?: string };
+  if (code !== undefined && (CERTIFICATE_CODES.has(code) || /^ERR_(TLS|SSL)_/.test(code))) return 'tls';
   switch (code) {
     case 'UND_ERR_HEADERS_TIMEOUT':
     case 'UND_ERR_CONNECT_TIMEOUT':
@@ -48,5 +70,7 @@ export function upstreamProblem(kind: UpstreamErrorKind): HttpProblem {
       return new HttpProblem('ERR_BAD_GATEWAY', 'the upstream sent a malformed response');
     case 'reset':
       return new HttpProblem('ERR_BAD_GATEWAY', 'the upstream closed the connection without answering');
+    case 'tls':
+      return new HttpProblem('ERR_BAD_GATEWAY', 'the TLS handshake with the upstream failed');
   }
 }

@@ -28,8 +28,17 @@ describe('gateway config', () => {
   it('built-in defaults: /v1 to the resource service on SERVICE_PORT, auth required, its OpenAPI public', () => {
     const { config, warnings } = parseConfig({}, { env: { SERVICE_PORT: '9999' } });
     expect(config.routes).toEqual([
-      { prefix: '/v1', upstream: 'http://127.0.0.1:9999', auth: 'required', cache: true },
-      { prefix: '/v1/openapi.json', upstream: 'http://127.0.0.1:9999', auth: 'none', cache: true },
+      { prefix: '/v1', upstream: 'https://127.0.0.1:9999', auth: 'required', cache: true },
+      { prefix: '/v1/openapi.json', upstream: 'https://127.0.0.1:9999', auth: 'none', cache: true },
+    ]);
+    // Mutual TLS to it with the data dir's development CA (issue 18).
+    expect(config.proxy.upstreamTls).toEqual([
+      {
+        origin: 'https://127.0.0.1:9999',
+        caFile: join('.portico', 'tls', 'internal', 'ca.crt'),
+        certFile: join('.portico', 'tls', 'internal', 'gateway-client.crt'),
+        keyFile: join('.portico', 'tls', 'internal', 'gateway-client.key'),
+      },
     ]);
     expect(config.listener.limits).toMatchObject({ maxHeaderBytes: 16384, maxBodyBytes: 1048576 });
     expect(config.listener.shutdownTimeoutMs).toBe(25000);

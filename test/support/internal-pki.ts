@@ -4,11 +4,15 @@
  * to a mutual-TLS service as the gateway (or as a stranger) would.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent } from 'undici';
 import { createCertificateAuthority, issueCertificate } from '../../shared/dev-pki.ts';
 import type { IssueOptions, PemPair } from '../../shared/dev-pki.ts';
+import { TLS_OPTIONS } from '../../shared/tls-policy.ts';
 
 export interface TestPki {
   dir: string;
@@ -47,4 +51,51 @@ export function tlsAgent(ca: string, client?: PemPair): Agent {
       ...(client === undefined ? {} : { cert: client.cert, key: client.key }),
     },
   });
+}
+
+export interface TlsUpstream {
+  url: string;
+  /** The subject CN of each client certificate a request arrived with ('' without one). */
+  peers: string[];
+  /** Serve another certificate (and trust other client CAs) from the next handshake on. */
+  replace(files: { cert: string; key: string; ca: string }): void;
+  close(): Promise<void>;
+}
+
+/**
+ * An HTTPS upstream on 127.0.0.1 that answers 200 `{"ok":true}` and records the client
+ * certificate of every request; with `ca` it requires one from that CA (mutual TLS).
+ */
+export async function startTlsUpstream(options: {
+  cert: string;
+  key: string;
+  ca?: string;
+}): Promise<TlsUpstream> {
+  const peers: string[] = [];
+  const server = createHttpsServer(
+    {
+      ...TLS_OPTIONS,
+      cert: options.cert,
+      key: options.key,
+      ...(options.ca === undefined ? {} : { ca: options.ca, requestCert: true, rejectUnauthorized: true }),
+    },
+    (req, res) => {
+      const peer = (req.socket as TLSSocket).getPeerCertificate();
+      peers.push(typeof peer.subject?.CN === 'string' ? peer.subject.CN : '');
+      res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+      res.end('{"ok":true}');
+    },
+  );
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `https://127.0.0.1:${port}`,
+    peers,
+    replace: (files) => server.setSecureContext({ ...TLS_OPTIONS, ...files }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
 }
