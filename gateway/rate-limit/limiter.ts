@@ -1,6 +1,7 @@
 /**
  * Counting requests against the configured policies, in Redis (exact across gateway replicas:
- * one atomic INCR-with-expiry per policy and key) or in memory.
+ * one atomic INCR-with-expiry per policy and key, sent in batches by redis-counter.ts) or in
+ * memory.
  *
  * Being over a limit is a result, not an exception. A store failure is an error with an
  * explicit policy (`onStoreFailure`), decided here and nowhere else.
