@@ -1,19 +1,27 @@
 /**
  * `npm start`: Portico with zero configuration, in one process: the resource service (on an
  * embedded PostgreSQL unless DATABASE_URL is set), demo data, and the gateway in front of it
- * over HTTPS with a self-signed certificate and the development token issuer. Everything it
- * creates lives in PORTICO_DATA_DIR (default .portico/) and is reused by the next start.
+ * over HTTPS with a self-signed certificate and the development token issuer. The hop between
+ * them is mutual TLS too: a development CA in the data dir issues the service's certificate
+ * and the gateway's client certificate (SERVICE_TLS_* and GATEWAY_UPSTREAM_* name other files;
+ * SERVICE_PLAIN_HTTP=true, warned about, drops it). Everything it creates lives in
+ * PORTICO_DATA_DIR (default .portico/) and is reused by the next start.
  * One process at a time: the data dir's lock is taken before anything in it is touched.
  */
+import { readFileSync } from 'node:fs';
 import { pino } from 'pino';
+import { Agent, getGlobalDispatcher, setGlobalDispatcher } from 'undici';
 import { loadAssertionKeys } from '../shared/assertion-keys.ts';
 import { installCrashGuard } from '../shared/crash-guard.ts';
 import { acquireDataDirLock, DataDirInUseError } from '../shared/data-dir-lock.ts';
+import { devPkiFiles, ensureDevPki } from '../shared/dev-pki.ts';
+import { TLS_CLIENT_OPTIONS } from '../shared/tls-policy.ts';
 import { Lifecycle } from '../shared/lifecycle.ts';
 import { ConfigError } from '../gateway/config/load.ts';
 import { loadOrCreateDevIssuer } from '../gateway/identity/dev-issuer.ts';
 import { createLogger } from '../gateway/observability/logger.ts';
 import { runGateway } from '../gateway/run.ts';
+import { defaultUpstreamTls } from '../gateway/upstream/config-schema.ts';
 import { startEmbeddedDatabase } from '../resource-service/db/embedded.ts';
 import type { EmbeddedDatabase } from '../resource-service/db/embedded.ts';
 import { DEMO_CUSTOMERS, hasDemoData, seedDemoData } from '../resource-service/demo-data.ts';
@@ -61,7 +69,7 @@ async function startEverything(lifecycle: Lifecycle) {
   if (!(await hasDemoData(service.sql))) {
     const [key] = loadAssertionKeys(env, dataDir);
     if (key === undefined) throw new Error('no assertion key');
-    const created = await seedDemoData(service.service.url, key);
+    const created = await asTheGateway(() => seedDemoData(service.service.url, key));
     serviceLog.info({ customers: DEMO_CUSTOMERS, orders: created }, 'demo data created');
   }
   // The default route follows the service, wherever SERVICE_PORT (0 included) put it.
@@ -72,6 +80,33 @@ async function startEverything(lifecycle: Lifecycle) {
     (running) => running.stop(),
   );
   return { gateway, embedded };
+}
+
+/**
+ * Runs `work` with fetch speaking to the service as the gateway does: with the gateway's client
+ * certificate and trusting the CA the gateway trusts (the demo data goes in through the API).
+ */
+async function asTheGateway<T>(work: () => Promise<T>): Promise<T> {
+  const [tls] = defaultUpstreamTls(env);
+  if (tls === undefined) return work();
+  if (tls.caFile === devPkiFiles(dataDir).caFile) await ensureDevPki(dataDir);
+  const read = (file: string | undefined) => (file === undefined ? undefined : readFileSync(file, 'utf8'));
+  const agent = new Agent({
+    connect: {
+      ...TLS_CLIENT_OPTIONS,
+      ca: read(tls.caFile),
+      cert: read(tls.certFile),
+      key: read(tls.keyFile),
+    },
+  });
+  const previous = getGlobalDispatcher();
+  setGlobalDispatcher(agent);
+  try {
+    return await work();
+  } finally {
+    setGlobalDispatcher(previous);
+    await agent.close();
+  }
 }
 
 /**
