@@ -91,6 +91,12 @@ function gatewayNodeArgs(): string[] {
  * (`node [flags] dist/gateway/main.js`), so the bench measures the command production runs.
  */
 export function shippedGatewayCommand(): string[] {
+  const { flags, entry } = shippedGateway();
+  return [...flags, join(ROOT, entry)];
+}
+
+/** The node flags and entry point of the `gateway` npm script. */
+function shippedGateway(): { flags: string[]; entry: string } {
   const scripts = (
     JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
   ).scripts;
@@ -98,7 +104,7 @@ export function shippedGatewayCommand(): string[] {
   const entry = args.at(-1);
   if (node !== 'node' || entry === undefined || !entry.endsWith('.js'))
     throw new Error(`the gateway npm script is not "node [flags] FILE.js": ${scripts['gateway']}`);
-  return [...args.slice(0, -1), join(ROOT, entry)];
+  return { flags: args.slice(0, -1), entry };
 }
 
 async function startService(stores: BenchStores, placement: Placement, dir: string, settings: Settings) {
@@ -190,7 +196,13 @@ async function startLadder(
         auditLog: join(dir, `ladder${index}-audit.log`),
       };
       const child = startNode(
-        [...gatewayNodeArgs(), join(ROOT, 'scripts/bench/ladder-gateway.ts'), JSON.stringify(options)],
+        // The shipped gateway's node flags (memory settings), so every rung runs as production does.
+        [
+          ...gatewayNodeArgs(),
+          ...shippedGateway().flags,
+          join(ROOT, 'scripts/bench/ladder-gateway.ts'),
+          JSON.stringify(options),
+        ],
         { cpu: placement.measured, logFile: join(dir, `ladder${index}.stderr`) },
       );
       const admin = `http://127.0.0.1:${adminPort}`;
