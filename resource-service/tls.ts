@@ -6,7 +6,7 @@
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createSecureContext } from 'node:tls';
-import { TLS_OPTIONS } from '../shared/tls-policy.ts';
+import { pemBundle, TLS_OPTIONS } from '../shared/tls-policy.ts';
 
 /** The files that make the service speak HTTPS; with `clientCaFile`, mutual TLS. */
 export interface ServiceTlsFiles {
@@ -22,7 +22,7 @@ export function loadServiceTls(files: ServiceTlsFiles) {
     ...TLS_OPTIONS,
     cert: readFileSync(files.certFile, 'utf8'),
     key: readFileSync(files.keyFile, 'utf8'),
-    ...(files.clientCaFile === undefined ? {} : { ca: readFileSync(files.clientCaFile, 'utf8') }),
+    ...(files.clientCaFile === undefined ? {} : { ca: pemBundle(readFileSync(files.clientCaFile, 'utf8')) }),
   };
   if (options.ca !== undefined && !options.ca.includes('-----BEGIN CERTIFICATE-----'))
     throw new Error(`${files.clientCaFile}: holds no PEM certificate`);

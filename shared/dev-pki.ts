@@ -41,7 +41,12 @@ export async function createCertificateAuthority(
       ],
     },
   );
-  return { cert: pem.cert, key: pem.private };
+  return pemPair(pem);
+}
+
+/** PEM text ending in a newline, so that files concatenated into a bundle stay valid PEM. */
+function pemPair(pem: { cert: string; private: string }): PemPair {
+  return { cert: `${pem.cert.trimEnd()}\n`, key: `${pem.private.trimEnd()}\n` };
 }
 
 export interface IssueOptions {
@@ -80,7 +85,7 @@ export async function issueCertificate(ca: PemPair, options: IssueOptions): Prom
       ...(options.usage === 'server' ? [{ name: 'subjectAltName' as const, altNames }] : []),
     ],
   });
-  return { cert: pem.cert, key: pem.private };
+  return pemPair(pem);
 }
 
 /** Where the development PKI of a data dir lives. */

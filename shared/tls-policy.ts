@@ -36,3 +36,12 @@ export const TLS_CLIENT_OPTIONS = {
   ciphers: CIPHER_SUITES,
   ecdhCurve: 'X25519:prime256v1:secp384r1',
 } as const;
+
+/**
+ * A CA bundle as read from a file, with a line break between certificates even where a file
+ * was concatenated from PEM files without a final newline (`cat old.crt new.crt`), which would
+ * otherwise hide every certificate after the first.
+ */
+export function pemBundle(text: string): string {
+  return text.replace(/-----END CERTIFICATE-----[ \t]*-----BEGIN/g, '-----END CERTIFICATE-----\n-----BEGIN');
+}

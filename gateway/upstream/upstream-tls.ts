@@ -12,7 +12,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { createSecureContext } from 'node:tls';
 import { buildConnector } from 'undici';
-import { TLS_CLIENT_OPTIONS } from '../../shared/tls-policy.ts';
+import { pemBundle, TLS_CLIENT_OPTIONS } from '../../shared/tls-policy.ts';
 import type { UpstreamTls } from './config-schema.ts';
 
 type Connector = buildConnector.connector;
@@ -33,7 +33,11 @@ function readTls(settings: UpstreamTls | undefined, path: string) {
     const file = settings?.[key];
     if (file === undefined) return {};
     try {
-      return { [key === 'caFile' ? 'ca' : key === 'certFile' ? 'cert' : 'key']: readFileSync(file, 'utf8') };
+      const text = readFileSync(file, 'utf8');
+      return {
+        [key === 'caFile' ? 'ca' : key === 'certFile' ? 'cert' : 'key']:
+          key === 'caFile' ? pemBundle(text) : text,
+      };
     } catch (error) {
       throw new Error(
         `${path}.${key}: cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? 'error'})`,

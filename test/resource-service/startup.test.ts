@@ -124,9 +124,9 @@ describe('service start-up', () => {
   });
 
   it('stop() closes every session the service opened', async () => {
-    const running = await runService({ SERVICE_PORT: '0', PORTICO_ASSERTION_KEYS: KEYS }, silent, {
-      url: database.url,
-    });
+    // About database sessions, not transport: plain HTTP, asked for explicitly.
+    const env = { SERVICE_PORT: '0', PORTICO_ASSERTION_KEYS: KEYS, SERVICE_PLAIN_HTTP: 'true' };
+    const running = await runService(env, silent, { url: database.url });
     expect((await fetch(`${running.service.url}/healthz`)).status).toBe(200);
     expect(await serviceSessions()).toBeGreaterThan(0);
     await running.stop();
