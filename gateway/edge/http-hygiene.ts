@@ -24,7 +24,18 @@ const HOP_BY_HOP = new Set([
 ]);
 
 /** Fields whose duplicates let two parties disagree about the request. */
-const SINGLETON_FIELDS = ['host', 'content-length', 'transfer-encoding', 'authorization'];
+const SINGLETON_FIELDS = ['host', 'content-length', 'transfer-encoding', 'authorization'] as const;
+type SingletonField = (typeof SINGLETON_FIELDS)[number];
+
+/** How often each singleton field appears in the raw headers, duplicates still visible. */
+function singletonCounts(raw: readonly string[]): Record<SingletonField, number> {
+  const counts = { host: 0, 'content-length': 0, 'transfer-encoding': 0, authorization: 0 };
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = (raw[i] ?? '').toLowerCase();
+    if (name in counts) counts[name as SingletonField] += 1;
+  }
+  return counts;
+}
 
 /**
  * The headers to drop when forwarding a message: the fixed hop-by-hop set, plus every field
@@ -58,19 +69,14 @@ export function checkRequestFraming(req: IncomingMessage, limits: { maxUriBytes:
   if ((req.url ?? '').length > limits.maxUriBytes) {
     throw new HttpProblem('ERR_URI_TOO_LONG', `request target exceeds ${limits.maxUriBytes} bytes`);
   }
-  const counts = new Map<string, number>();
-  const raw = req.rawHeaders;
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = (raw[i] ?? '').toLowerCase();
-    counts.set(name, (counts.get(name) ?? 0) + 1);
-  }
-  const hosts = counts.get('host') ?? 0;
+  const counts = singletonCounts(req.rawHeaders);
+  const hosts = counts.host;
   if (hosts !== 1) {
     // RFC 9112 §3.2: exactly one Host; Node accepts zero or several.
     throw invalidHeader('host', hosts === 0 ? 'Host header is required' : 'Host header must appear once');
   }
   for (const name of SINGLETON_FIELDS) {
-    if ((counts.get(name) ?? 0) > 1) throw invalidHeader(name, `${name} must appear at most once`);
+    if (counts[name] > 1) throw invalidHeader(name, `${name} must appear at most once`);
   }
   const transferEncoding = req.headers['transfer-encoding'];
   if (transferEncoding !== undefined && transferEncoding.trim().toLowerCase() !== 'chunked') {
@@ -90,6 +96,8 @@ export function checkRequestFraming(req: IncomingMessage, limits: { maxUriBytes:
 }
 
 function hasDotSegmentOrBackslash(path: string): boolean {
+  // Neither a dot, a backslash nor an escape that could spell one: nothing to decode.
+  if (!/[.%\\]/.test(path)) return false;
   let decoded: string;
   try {
     decoded = decodeURIComponent(path);

@@ -107,6 +107,7 @@ export function createContext(
   clientIp: string,
 ): GatewayContext {
   const target = req.url ?? '/';
+  const query = target.indexOf('?');
   // Made on first use only: a child logger costs more than most stages, and most requests
   // log nothing but their request line (request-accounting.ts, which binds the id itself).
   let bound: Logger | undefined;
@@ -114,7 +115,7 @@ export function createContext(
     req,
     res,
     target,
-    path: target.split('?', 1)[0] ?? '/',
+    path: query === -1 ? target : target.slice(0, query),
     requestId: '',
     get log(): Logger {
       if (this.requestId === '') return log;
