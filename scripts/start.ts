@@ -79,7 +79,7 @@ async function startEverything(lifecycle: Lifecycle) {
     () => runGateway(env, gatewayLog),
     (running) => running.stop(),
   );
-  return { gateway, embedded };
+  return { gateway, service, embedded };
 }
 
 /**
@@ -118,7 +118,7 @@ const lifecycle = new Lifecycle();
 
 async function main(): Promise<void> {
   const started = performance.now();
-  const { gateway, embedded } = await lifecycle.start(startEverything);
+  const { gateway, service, embedded } = await lifecycle.start(startEverything);
   const shutdown = () => lifecycle.close();
   crashGuard.drainWith(shutdown);
   let stopping = false;
@@ -137,7 +137,11 @@ async function main(): Promise<void> {
       });
     });
   }
-  process.on('SIGHUP', () => gateway.reload());
+  // Both ends of the internal hop reload their certificates (and the gateway its policies).
+  process.on('SIGHUP', () => {
+    service.reload();
+    gateway.reload();
+  });
 
   const token = await loadOrCreateDevIssuer(dataDir).sign(
     {

@@ -53,7 +53,7 @@ export interface IssueOptions {
   commonName: string;
   /** `server`: serverAuth with the SANs; `client`: clientAuth only. */
   usage: 'server' | 'client';
-  /** DNS names the server certificate answers to; localhost, 127.0.0.1 and ::1 when omitted. */
+  /** DNS names the server certificate answers to, beside localhost, 127.0.0.1 and ::1. */
   dnsNames?: string[];
   validDays?: number;
   /** For tests of expiry: a certificate valid from this date. */
@@ -65,10 +65,13 @@ export interface IssueOptions {
 export async function issueCertificate(ca: PemPair, options: IssueOptions): Promise<PemPair> {
   const { generate } = await import('selfsigned');
   const notBefore = options.notBefore ?? new Date(Date.now() - 60_000);
-  const altNames =
-    options.dnsNames === undefined
-      ? LOCAL_NAMES
-      : options.dnsNames.map((value) => ({ type: 2 as const, value }));
+  // Named hosts (a Kubernetes Service, a compose service) and always this machine's loopback.
+  const altNames = [
+    ...(options.dnsNames ?? [])
+      .filter((name) => name !== 'localhost')
+      .map((value) => ({ type: 2 as const, value })),
+    ...LOCAL_NAMES,
+  ];
   const pem = await generate([{ name: 'commonName', value: options.commonName }], {
     keyType: 'ec',
     curve: 'P-256',
