@@ -6,6 +6,7 @@ import { mkdirSync, readFileSync, renameSync, writeFileSync, existsSync } from '
 import { join } from 'node:path';
 import { createSecureContext } from 'node:tls';
 import { generateSelfSigned } from '../../shared/self-signed.ts';
+import { TLS_OPTIONS } from '../../shared/tls-policy.ts';
 
 /** PEM certificate chain and private key, as read from disk. */
 export interface CertificatePair {
@@ -13,32 +14,8 @@ export interface CertificatePair {
   key: string;
 }
 
-/**
- * The suites offered, TLS 1.3's first (all AEAD). For TLS 1.2 only forward-secret AEAD suites,
- * ECDHE with AES-GCM or ChaCha20-Poly1305, for ECDSA and RSA certificates alike: no CBC suite
- * (padding oracles, Lucky Thirteen) and no RSA key exchange (no forward secrecy). This is
- * Mozilla's "intermediate" list without its DHE suites, which we have no parameters for.
- */
-export const CIPHER_SUITES = [
-  'TLS_AES_128_GCM_SHA256',
-  'TLS_AES_256_GCM_SHA384',
-  'TLS_CHACHA20_POLY1305_SHA256',
-  'ECDHE-ECDSA-AES128-GCM-SHA256',
-  'ECDHE-RSA-AES128-GCM-SHA256',
-  'ECDHE-ECDSA-AES256-GCM-SHA384',
-  'ECDHE-RSA-AES256-GCM-SHA384',
-  'ECDHE-ECDSA-CHACHA20-POLY1305',
-  'ECDHE-RSA-CHACHA20-POLY1305',
-].join(':');
-
-/** TLS settings shared by the first context and every reload (gateway/start.ts). */
-export const TLS_OPTIONS = {
-  minVersion: 'TLSv1.2',
-  ciphers: CIPHER_SUITES,
-  // X25519 first: fastest key exchange; P-256 and P-384 for clients without it.
-  ecdhCurve: 'X25519:prime256v1:secp384r1',
-  honorCipherOrder: true,
-} as const;
+// One TLS policy for the edge and the internal hop (shared/tls-policy.ts).
+export { CIPHER_SUITES, TLS_OPTIONS } from '../../shared/tls-policy.ts';
 
 /**
  * Reads and checks a certificate and key: the key must match the certificate, which
