@@ -121,6 +121,8 @@ export async function startStack(stores: BenchStores, dir: string, logLevel: str
       SERVICE_HOST: '127.0.0.1',
       DATABASE_URL: stores.databaseUrl,
       PORTICO_DATA_DIR: dir,
+      // The gateway's config routes to http: (as before issue 18's mutual TLS): asked for explicitly.
+      SERVICE_PLAIN_HTTP: 'true',
       SOAK_MEMORY_FILE: memoryFiles.service,
     }),
   });
