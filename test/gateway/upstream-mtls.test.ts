@@ -113,6 +113,23 @@ describe('the gateway to an https: upstream', () => {
     expect(up.peers).toEqual([]);
   });
 
+  it('a client certificate the upstream refuses is a 502 problem, the request never arriving', async () => {
+    const up = await upstream(pki.server);
+    const gw = await gatewayTo(up.url, {
+      certFile: stranger.client.certFile,
+      keyFile: stranger.client.keyFile,
+    });
+    const res = await get(gw);
+    expect(res.status).toBe(502);
+    expect(res.body).toMatchObject({ code: 'ERR_BAD_GATEWAY', status: 502 });
+    expect(up.peers).toEqual([]);
+    // TLS 1.3 tells the client of the refusal only by closing: undici reports "other side
+    // closed", which cannot be told from a reset, so the metric says `reset` here.
+    expect(await upstreamErrors(gw)).toEqual([
+      `portico_upstream_errors_total{upstream="${up.url}",kind="reset"} 1`,
+    ]);
+  });
+
   it('refuses settings that cannot work, every problem by path', async () => {
     const problems = (upstreamTls: unknown[]) => {
       try {
