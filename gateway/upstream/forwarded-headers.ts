@@ -19,11 +19,12 @@ export function forwardedHeaders(ctx: GatewayContext, trustProxy: boolean): stri
   const { req } = ctx;
   const drop = hopByHopNames(req.headers.connection);
   const out: string[] = [];
-  const incoming = new Map<string, string[]>();
+  // What a trusted load balancer said before us; never read otherwise.
+  const incoming = trustProxy ? new Map<string, string[]>() : undefined;
   ctx.upstreamHeaders.forEach((name, value) => {
     if (drop.has(name) || NOT_FORWARDED.has(name)) return;
     if (CLIENT_FORWARDING.has(name)) {
-      if (trustProxy) incoming.set(name, [...(incoming.get(name) ?? []), value]);
+      incoming?.set(name, [...(incoming.get(name) ?? []), value]);
       return;
     }
     out.push(name, value);
@@ -34,16 +35,19 @@ export function forwardedHeaders(ctx: GatewayContext, trustProxy: boolean): stri
   // RFC 7239: IPv6 addresses are bracketed and the node quoted.
   const node = address.includes(':') ? `"[${address}]"` : address;
   const forwarded = `for=${node};proto=https;host="${host.replaceAll('"', '')}"`;
-  const append = (name: string, value: string) => [...(incoming.get(name) ?? []), value].join(', ');
+  const append = (name: string, value: string) => {
+    const before = incoming?.get(name);
+    return before === undefined ? value : [...before, value].join(', ');
+  };
   out.push(
     'forwarded',
     append('forwarded', forwarded),
     'x-forwarded-for',
     append('x-forwarded-for', address),
     'x-forwarded-proto',
-    incoming.get('x-forwarded-proto')?.[0] ?? 'https',
+    incoming?.get('x-forwarded-proto')?.[0] ?? 'https',
     'x-forwarded-host',
-    incoming.get('x-forwarded-host')?.[0] ?? host,
+    incoming?.get('x-forwarded-host')?.[0] ?? host,
     REQUEST_ID_HEADER,
     ctx.requestId,
   );
@@ -56,7 +60,8 @@ export function relayedHeaders(
 ): Record<string, string | string[]> {
   const drop = hopByHopNames(headers['connection']);
   const out: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(headers)) {
+  for (const name in headers) {
+    const value = headers[name];
     if (value === undefined || drop.has(name)) continue;
     out[name] = value;
   }
