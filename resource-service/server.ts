@@ -69,6 +69,11 @@ export async function startService(
           onRequest,
         );
   const drain = createHttpDrain(server, options.logger);
+  // A caller refused at the handshake (no client certificate, another CA, plain HTTP) never
+  // becomes a request: this line is the only trace. Debug: anyone reaching the port can cause it.
+  server.on('tlsClientError', (error: NodeJS.ErrnoException) =>
+    options.logger.debug({ code: error.code }, 'TLS handshake refused'),
+  );
   const host = options.host ?? '127.0.0.1';
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
