@@ -120,7 +120,7 @@ const PROXY_PROPERTIES = {
   }),
 };
 
-/** `proxy` without the env-derived default (for code that only needs its type). */
+/** `proxy` with an empty environment's defaults (for code that only needs its type). */
 export const ProxyConfigSchema = createProxyConfigSchema({});
 export type ProxyConfig = Static<typeof ProxyConfigSchema>;
 
@@ -141,7 +141,7 @@ export function checkProxy(proxy: ProxyConfig): string[] {
     }
     if (url !== undefined) {
       if (url.protocol !== 'https:') problems.push(`${at}.origin: must be an https: origin`);
-      else if (url.origin !== entry.origin.replace(/\/$/, ''))
+      else if (url.pathname !== '/' || url.search !== '' || url.hash !== '' || url.username !== '')
         problems.push(`${at}.origin: must be an origin only (scheme, host, port)`);
       if (seen.has(url.origin)) problems.push(`${at}.origin: ${url.origin} has settings already`);
       seen.add(url.origin);

@@ -153,6 +153,8 @@ describe('the gateway to an https: upstream', () => {
       'proxy.upstreamTls[2].origin: https://svc:8443 has settings already',
       'proxy.upstreamTls[2].certFile: is required with keyFile',
     ]);
+    // The default port and upper case are the same origin as a route would name it.
+    expect(problems([{ origin: 'https://SVC:443' }])).toEqual([]);
     expect(problems([{ origin: 'https://svc:8443', serverName: 'not a name', verify: false }])).toEqual([
       'proxy.upstreamTls[0].verify: unknown key',
       expect.stringMatching(/^proxy\.upstreamTls\[0\]\.serverName: /),
