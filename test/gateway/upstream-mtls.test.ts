@@ -4,6 +4,8 @@
  * CA) is a 502 problem and a `tls` upstream error, never a retry in plain HTTP; bad settings
  * refuse the start with every problem by path.
  */
+import { createServer as createHttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { ConfigError, parseConfig } from '../../gateway/config/load.ts';
@@ -127,6 +129,25 @@ describe('the gateway to an https: upstream', () => {
     // closed", which cannot be told from a reset, so the metric says `reset` here.
     expect(await upstreamErrors(gw)).toEqual([
       `portico_upstream_errors_total{upstream="${up.url}",kind="reset"} 1`,
+    ]);
+  });
+
+  it('an https: upstream that answers in plain HTTP gets no request: 502, kind tls, no fallback', async () => {
+    let received = 0;
+    const plain = createHttpServer((_req, res) => {
+      received += 1;
+      res.end('{"ok":true}');
+    });
+    await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve));
+    cleanups.push(() => new Promise((resolve) => plain.close(resolve)));
+    const url = `https://127.0.0.1:${(plain.address() as AddressInfo).port}`;
+    const gw = await gatewayTo(url);
+    const res = await get(gw);
+    expect(res.status).toBe(502);
+    expect(res.body).toMatchObject({ code: 'ERR_BAD_GATEWAY', status: 502 });
+    expect(received).toBe(0);
+    expect(await upstreamErrors(gw)).toEqual([
+      `portico_upstream_errors_total{upstream="${url}",kind="tls"} 1`,
     ]);
   });
 
