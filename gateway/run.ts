@@ -109,10 +109,14 @@ export async function runGateway(env: NodeJS.ProcessEnv, log: Logger): Promise<R
  */
 async function prepareUpstreamTls(config: GatewayConfig, dataDir: string, log: Logger): Promise<void> {
   const dev = devPkiFiles(dataDir);
-  const usesDev = config.proxy.upstreamTls.some((entry) =>
-    [entry.caFile, entry.certFile, entry.keyFile].some(
-      (file) => file !== undefined && [dev.caFile, dev.clientCertFile, dev.clientKeyFile].includes(file),
-    ),
+  const origins = new Set(config.routes.map((route) => new URL(route.upstream).origin));
+  // Only entries a route uses: a config whose routes go elsewhere needs no development CA.
+  const usesDev = config.proxy.upstreamTls.some(
+    (entry) =>
+      origins.has(new URL(entry.origin).origin) &&
+      [entry.caFile, entry.certFile, entry.keyFile].some(
+        (file) => file !== undefined && [dev.caFile, dev.clientCertFile, dev.clientKeyFile].includes(file),
+      ),
   );
   if (usesDev) {
     await ensureDevPki(dataDir);
@@ -121,7 +125,7 @@ async function prepareUpstreamTls(config: GatewayConfig, dataDir: string, log: L
       'no GATEWAY_UPSTREAM_* files: mutual TLS to the service with the development CA of the data dir',
     );
   }
-  for (const origin of new Set(config.routes.map((route) => new URL(route.upstream).origin))) {
+  for (const origin of origins) {
     if (origin.startsWith('http:'))
       log.warn({ upstream: origin }, 'plain HTTP to this upstream: anyone on that network reads its traffic');
   }
