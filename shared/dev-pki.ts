@@ -8,6 +8,7 @@
  */
 import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type * as Selfsigned from 'selfsigned';
 
 /** A PEM certificate and its private key. */
 export interface PemPair {
@@ -23,11 +24,27 @@ const LOCAL_NAMES = [
   { type: 7 as const, ip: '::1' },
 ];
 
+/**
+ * The generator, or an error that says what to do: a production install has no development
+ * dependencies, and there the files must be named.
+ */
+async function loadSelfsigned(): Promise<typeof Selfsigned> {
+  try {
+    return await import('selfsigned');
+  } catch (error) {
+    throw new Error(
+      'the development CA needs the development dependency selfsigned: name the certificate files ' +
+        '(SERVICE_TLS_*, GATEWAY_UPSTREAM_* or proxy.upstreamTls), or install with dev dependencies',
+      { cause: error },
+    );
+  }
+}
+
 /** A new CA certificate (basicConstraints cA, keyCertSign) and its key. */
 export async function createCertificateAuthority(
   options: { commonName?: string; validDays?: number } = {},
 ): Promise<PemPair> {
-  const { generate } = await import('selfsigned');
+  const { generate } = await loadSelfsigned();
   const pem = await generate(
     [{ name: 'commonName', value: options.commonName ?? 'Portico development CA' }],
     {
@@ -63,7 +80,7 @@ export interface IssueOptions {
 
 /** A leaf certificate signed by `ca`. */
 export async function issueCertificate(ca: PemPair, options: IssueOptions): Promise<PemPair> {
-  const { generate } = await import('selfsigned');
+  const { generate } = await loadSelfsigned();
   const notBefore = options.notBefore ?? new Date(Date.now() - 60_000);
   // Named hosts (a Kubernetes Service, a compose service) and always this machine's loopback.
   const altNames = [
