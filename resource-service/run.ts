@@ -12,14 +12,14 @@ import type { Sql } from 'postgres';
 import { loadAssertionKeys } from '../shared/assertion-keys.ts';
 import { ensureDevPki } from '../shared/dev-pki.ts';
 import { Lifecycle } from '../shared/lifecycle.ts';
-import { readServiceConfig } from './config.ts';
+import { readServiceConfig, ServiceConfigError } from './config.ts';
 import type { ServiceConfig } from './config.ts';
 import { purgeExpiredIdempotencyRecords } from './data/idempotency.ts';
 import { connectDatabase } from './db/connect.ts';
 import { migrate } from './db/migrate.ts';
 import { startService } from './server.ts';
 import type { RunningService } from './server.ts';
-import { describeServiceCertificate, type ServiceTlsFiles } from './tls.ts';
+import { describeServiceCertificate, loadServiceTls, type ServiceTlsFiles } from './tls.ts';
 
 const PURGE_INTERVAL_MS = 10 * 60 * 1000;
 
@@ -50,6 +50,14 @@ export async function serviceTlsFiles(
     return undefined;
   }
   if (transport.kind === 'files') {
+    try {
+      loadServiceTls(transport);
+    } catch (error) {
+      throw new ServiceConfigError(
+        `SERVICE_TLS_CERT_FILE, SERVICE_TLS_KEY_FILE and SERVICE_TLS_CLIENT_CA_FILE must name a matching PEM certificate, key and CA: ${(error as Error).message}`,
+        { cause: error },
+      );
+    }
     if (transport.clientCaFile === undefined)
       logger.warn('SERVICE_TLS_CLIENT_CA_FILE not set: HTTPS without client certificates (no mutual TLS)');
     return transport;
@@ -75,6 +83,8 @@ async function startComponents(
   database: { url: string },
   drain: DrainOutcome,
 ) {
+  // Before anything opens: files that do not load refuse the start, naming the variables.
+  const tls = await serviceTlsFiles(config, logger);
   const sql = await lifecycle.open(
     'database pool',
     () =>
@@ -86,7 +96,6 @@ async function startComponents(
     // close, and PostgreSQL rolls back what they had begun.
     (pool) => pool.end({ timeout: drain.finished ? 5 : 0 }),
   );
-  const tls = await serviceTlsFiles(config, logger);
   const applied = await migrate(sql);
   if (applied.length > 0) logger.info({ applied }, 'database migrated');
 

@@ -7,7 +7,9 @@ import { copyFileSync } from 'node:fs';
 import { connect } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
+import { pino } from 'pino';
 import { readServiceConfig, ServiceConfigError } from '../../resource-service/config.ts';
+import { runService } from '../../resource-service/run.ts';
 import { createTestPki, type TestPki } from '../support/internal-pki.ts';
 import { spawnService, type ServiceChild } from './service-process.ts';
 
@@ -95,5 +97,33 @@ describe('npm run service with SERVICE_TLS_*', () => {
     expect(problems({ SERVICE_PLAIN_HTTP: 'yes' })).toContain('SERVICE_PLAIN_HTTP');
     expect(readServiceConfig({}).transport).toEqual({ kind: 'dev-pki' });
     expect(readServiceConfig({ SERVICE_PLAIN_HTTP: 'true' }).transport).toEqual({ kind: 'plain-http' });
+  });
+
+  it('refuses files that do not load before opening anything, naming the variables', async () => {
+    // An address nothing listens on: the refusal must come before any connection attempt.
+    const started = runService(
+      {
+        SERVICE_PORT: '0',
+        PORTICO_ASSERTION_KEYS: `k:${Buffer.alloc(32, 1).toString('base64')}`,
+        SERVICE_TLS_CERT_FILE: pki.server.certFile,
+        // Another certificate's key: the pair does not match.
+        SERVICE_TLS_KEY_FILE: pki.client.keyFile,
+        SERVICE_TLS_CLIENT_CA_FILE: pki.caFile,
+      },
+      pino({ level: 'silent' }),
+      { url: 'postgres://postgres@127.0.0.1:9/none' },
+    );
+    await expect(started).rejects.toBeInstanceOf(ServiceConfigError);
+    await expect(started).rejects.toThrow('SERVICE_TLS_KEY_FILE');
+    const missing = runService(
+      {
+        SERVICE_PORT: '0',
+        SERVICE_TLS_CERT_FILE: '/nonexistent.crt',
+        SERVICE_TLS_KEY_FILE: '/nonexistent.key',
+      },
+      pino({ level: 'silent' }),
+      { url: 'postgres://postgres@127.0.0.1:9/none' },
+    );
+    await expect(missing).rejects.toBeInstanceOf(ServiceConfigError);
   });
 });
