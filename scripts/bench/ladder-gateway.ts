@@ -26,6 +26,8 @@ export interface LadderGatewayOptions {
   redisUrl: string;
   redisPrefix: string;
   auditLog: string;
+  /** The client side of mutual TLS to an https: upstream. */
+  upstreamTls?: { caFile: string; certFile: string; keyFile: string };
 }
 
 const options = JSON.parse(process.argv[2] ?? '{}') as LadderGatewayOptions;
@@ -35,6 +37,9 @@ if (rung === undefined) throw new Error(`no ladder rung ${options.rung}`);
 const { config } = parseConfig({
   listener: { tls: { certFile: options.certFile, keyFile: options.keyFile } },
   admin: { stageTiming: rung.stageTiming },
+  ...(options.upstreamTls === undefined
+    ? {}
+    : { proxy: { upstreamTls: [{ origin: new URL(options.upstream).origin, ...options.upstreamTls }] } }),
   routes: [
     { prefix: '/v1', upstream: options.upstream, auth: rung.auth ? 'required' : 'none', cache: rung.cache },
   ],

@@ -17,9 +17,18 @@ export interface Rung {
   /** Audit record and request log line at info. */
   accounting: boolean;
   stageTiming: boolean;
+  /** The hop to the upstream is mutual TLS (as to the resource service by default), not plain HTTP. */
+  upstreamTls: boolean;
 }
 
-const BASE = { auth: false, rateLimit: 'none', cache: false, accounting: false, stageTiming: false } as const;
+const BASE = {
+  auth: false,
+  rateLimit: 'none',
+  cache: false,
+  accounting: false,
+  stageTiming: false,
+  upstreamTls: false,
+} as const;
 
 export const RUNGS: readonly Rung[] = [
   {
@@ -85,5 +94,17 @@ export const RUNGS: readonly Rung[] = [
     cache: true,
     accounting: true,
     stageTiming: true,
+    upstreamTls: false,
+  },
+  {
+    name: 'ladder 9: + mutual TLS upstream',
+    note: 'the full pipeline, the hop to the upstream over mutual TLS: the default to the service',
+    without: [],
+    auth: true,
+    rateLimit: 'redis',
+    cache: true,
+    accounting: true,
+    stageTiming: true,
+    upstreamTls: true,
   },
 ];

@@ -29,6 +29,8 @@ export const LEGEND = `How to read it
   ladder               one gateway process per rung (scripts/bench/ladder.ts), built by the product's
                        buildGateway with the later stages left out, all on one static upstream that
                        answers a fixed order-sized JSON body; "step" is the rung's median minus the
-                       rung before, the price of what it adds.
+                       rung before, the price of what it adds. Rung 9 is rung 8 with the hop to the
+                       upstream over mutual TLS (the default to the service; certificates from the
+                       bench dir's development CA): its step is the price of the internal TLS hop.
   TLS                  autocannon 9 forces rejectUnauthorized: false; each row first sends one request
                        with the certificate verified against the bench CA (the probe).`;

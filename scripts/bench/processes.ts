@@ -5,9 +5,11 @@
  * upstream with its own http-proxy peer and one gateway per rung (ladder.ts).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { Agent, request } from 'undici';
+import { ensureDevPki, type DevPkiFiles } from '../../shared/dev-pki.ts';
 import { generateSelfSigned } from '../../shared/self-signed.ts';
 import { freePort, startNode, waitUntil, type Placement } from './children.ts';
 import type { LadderGatewayOptions } from './ladder-gateway.ts';
@@ -73,6 +75,18 @@ function childEnv(settings: Settings, overrides: Record<string, string>): NodeJS
       delete base[name];
   }
   return { ...base, LOG_LEVEL: settings.logLevel, ...overrides };
+}
+
+/** Whether something accepts TCP connections on the port. */
+function listening(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
 }
 
 async function answers(url: string, dispatcher?: Agent, status = 200): Promise<boolean> {
@@ -181,7 +195,7 @@ async function startLadder(
   placement: Placement,
   dir: string,
   files: { certFile: string; keyFile: string },
-  upstream: string,
+  upstreams: { plain: string; mutualTls: string; pki: DevPkiFiles },
 ): Promise<GatewayProcess[]> {
   return Promise.all(
     RUNGS.map(async (rung, index) => {
@@ -190,7 +204,16 @@ async function startLadder(
         rung: index,
         port,
         adminPort,
-        upstream,
+        upstream: rung.upstreamTls ? upstreams.mutualTls : upstreams.plain,
+        ...(rung.upstreamTls
+          ? {
+              upstreamTls: {
+                caFile: upstreams.pki.caFile,
+                certFile: upstreams.pki.clientCertFile,
+                keyFile: upstreams.pki.clientKeyFile,
+              },
+            }
+          : {}),
         certFile: files.certFile,
         keyFile: files.keyFile,
         dataDir: dir,
@@ -231,16 +254,39 @@ export async function startProcesses(
   const gateway = await startMainGateway(stores, placement, dir, settings, serviceUrl);
   const peer = await startPeer('peer', serviceUrl, placement, dir, files);
 
-  const staticPort = await freePort();
-  const staticUrl = `http://127.0.0.1:${staticPort}`;
-  const upstream = startNode([join(ROOT, 'scripts/bench/static-upstream.ts'), String(staticPort)], {
-    cpu: placement.others,
-    logFile: join(dir, 'static-upstream.stderr'),
-  });
-  await waitUntil('static upstream', upstream, () => answers(`${staticUrl}/v1/orders/static`));
+  const staticUrl = await startStaticUpstream('static-upstream', placement, dir, []);
+  // The same upstream over mutual TLS, certificates from the bench dir's development CA.
+  const pki = await ensureDevPki(dir);
+  const tlsUrl = await startStaticUpstream('static-upstream-tls', placement, dir, [
+    pki.serviceCertFile,
+    pki.serviceKeyFile,
+    pki.caFile,
+  ]);
   const staticPeer = await startPeer('static-peer', staticUrl, placement, dir, files);
-  const ladder = await startLadder(stores, placement, dir, files, staticUrl);
+  const ladder = await startLadder(stores, placement, dir, files, {
+    plain: staticUrl,
+    mutualTls: tlsUrl,
+    pki,
+  });
   return { dir, caCert: files.cert, placement, service, serviceUrl, gateway, peer, staticPeer, ladder };
+}
+
+/** The ladder's static upstream, plain or (with certificate, key and client CA) mutual TLS. */
+async function startStaticUpstream(
+  name: string,
+  placement: Placement,
+  dir: string,
+  tlsFiles: string[],
+): Promise<string> {
+  const port = await freePort();
+  const child = startNode([join(ROOT, 'scripts/bench/static-upstream.ts'), String(port), ...tlsFiles], {
+    cpu: placement.others,
+    logFile: join(dir, `${name}.stderr`),
+  });
+  const url = `${tlsFiles.length > 0 ? 'https' : 'http'}://127.0.0.1:${port}`;
+  // A TCP connect: the TLS one refuses a probe without the client certificate.
+  await waitUntil(name, child, () => listening(port));
+  return url;
 }
 
 /** Names of the children whose stderr a failed run prints. */
@@ -250,6 +296,7 @@ export function childLogNames(): string[] {
     'gateway',
     'peer',
     'static-upstream',
+    'static-upstream-tls',
     'static-peer',
     ...RUNGS.map((_, i) => `ladder${i}`),
   ];

@@ -158,7 +158,8 @@ function printTargets(results: RowResult[]): void {
     );
   }
   const ladderPeer = find('ladder 0');
-  const full = results.filter((r) => r.row.group === 'ladder').at(-1);
+  // The last rung on the plain hop the peer also uses (the mutual-TLS rung comes after it).
+  const full = find('ladder 8');
   if (ladderPeer !== undefined && full !== undefined && full !== ladderPeer)
     console.log(
       `  ladder, full pipeline ÷ peer on the static upstream: ${spread(roundRatio(full, ladderPeer, perRequest), 2)}`,

@@ -3,9 +3,15 @@
  * prepared once, so that every rung of the ladder and the peer next to it relay exactly the
  * same bytes, and the upstream's own cost stays off the measured CPU.
  *
- *   node scripts/bench/static-upstream.ts PORT
+ *   node scripts/bench/static-upstream.ts PORT [CERT_FILE KEY_FILE CLIENT_CA_FILE]
+ *
+ * With the three files it serves HTTPS and requires a client certificate from that CA, as the
+ * resource service does by default: the ladder's rung that prices the internal mutual-TLS hop.
  */
-import { createServer } from 'node:http';
+import { readFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import { TLS_OPTIONS } from '../../shared/tls-policy.ts';
 
 const ORDER = {
   id: '0b9f3c2e-5d1a-4c8e-9f7b-2a6d4e8c1f30',
@@ -25,16 +31,32 @@ const HEADERS = {
   etag: '"bench-static-1"',
 };
 
-const server = createServer((req, res) => {
+function answer(req: IncomingMessage, res: ServerResponse): void {
   // Read whatever was sent, then answer; keep-alive stays usable.
   req.resume();
   req.on('end', () => {
     res.writeHead(200, HEADERS);
     res.end(BODY);
   });
-});
+}
+
+const [, , port, certFile, keyFile, clientCaFile] = process.argv;
+const server =
+  certFile === undefined || keyFile === undefined || clientCaFile === undefined
+    ? createServer(answer)
+    : createHttpsServer(
+        {
+          ...TLS_OPTIONS,
+          cert: readFileSync(certFile),
+          key: readFileSync(keyFile),
+          ca: readFileSync(clientCaFile),
+          requestCert: true,
+          rejectUnauthorized: true,
+        },
+        answer,
+      );
 server.keepAliveTimeout = 60_000;
-server.listen(Number(process.argv[2]), '127.0.0.1');
+server.listen(Number(port), '127.0.0.1');
 process.once('SIGTERM', () => {
   server.close();
   server.closeAllConnections();
