@@ -4,8 +4,11 @@
  * process's sockets), and a bad variable is refused before anything is opened.
  */
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { pino } from 'pino';
 import postgres from 'postgres';
 import type { Sql } from 'postgres';
@@ -83,12 +86,16 @@ async function portInUse(): Promise<number> {
 }
 
 describe('service start-up', () => {
+  // Its development PKI goes here, not into a .portico/ of the working directory.
+  const dataDir = mkdtempSync(join(tmpdir(), 'portico-startup-'));
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
   it('a failed start (port in use) leaves no database session and no open handle behind', async () => {
     const port = await portInUse();
     const sessionsBefore = await serviceSessions();
     const handlesBefore = openHandles();
 
-    const env = { SERVICE_PORT: String(port), PORTICO_ASSERTION_KEYS: KEYS };
+    const env = { SERVICE_PORT: String(port), PORTICO_ASSERTION_KEYS: KEYS, PORTICO_DATA_DIR: dataDir };
     await expect(runService(env, silent, { url: database.url })).rejects.toMatchObject({
       code: 'EADDRINUSE',
     });
@@ -113,7 +120,7 @@ describe('service start-up', () => {
         return row?.n ?? 0;
       };
       const handlesBefore = openHandles();
-      const env = { SERVICE_PORT: '0', PORTICO_ASSERTION_KEYS: KEYS };
+      const env = { SERVICE_PORT: '0', PORTICO_ASSERTION_KEYS: KEYS, PORTICO_DATA_DIR: dataDir };
       await expect(runService(env, silent, { url: scratch.url })).rejects.toMatchObject({ code: '42P07' });
       expect(await settled(sessions, 0)).toBe(0);
       expect(await settled(openHandles, handlesBefore)).toEqual(handlesBefore);
