@@ -46,11 +46,17 @@ export function createUpstreams(origins: Iterable<string>, config: ProxyConfig):
       }),
     );
   }
+  const byUpstream = new Map<string, Pool>();
   return {
     origins: [...pools.keys()],
     pool(upstream) {
-      const pool = pools.get(new URL(upstream).origin);
-      if (pool === undefined) throw new Error(`no pool for upstream ${upstream}`);
+      // Routes name a handful of upstreams: each is parsed once, not on every request.
+      let pool = byUpstream.get(upstream);
+      if (pool === undefined) {
+        pool = pools.get(new URL(upstream).origin);
+        if (pool === undefined) throw new Error(`no pool for upstream ${upstream}`);
+        byUpstream.set(upstream, pool);
+      }
       return pool;
     },
     probe(upstream, timeoutMs) {
