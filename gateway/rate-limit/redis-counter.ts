@@ -62,16 +62,22 @@ export function createRedisCounter(redis: Redis): RedisCounter {
     pending = [];
     const keys = batch.map((entry) => entry.key);
     const args = batch.flatMap((entry) => [entry.windowSeconds, entry.points]);
-    client[COMMAND](keys.length, ...keys, ...args).then(
-      (reply) => {
-        batch.forEach((entry, index) =>
-          entry.resolve({ consumed: Number(reply[2 * index]), msBeforeNext: Number(reply[2 * index + 1]) }),
-        );
-      },
-      (error: unknown) => {
-        for (const entry of batch) entry.reject(error);
-      },
-    );
+    const fail = (error: unknown) => {
+      for (const entry of batch) entry.reject(error);
+    };
+    let reply: Promise<number[]>;
+    try {
+      reply = client[COMMAND](keys.length, ...keys, ...args);
+    } catch (error) {
+      // Thrown here it would be an uncaught exception in a setImmediate callback.
+      fail(error);
+      return;
+    }
+    reply.then((counts) => {
+      batch.forEach((entry, index) =>
+        entry.resolve({ consumed: Number(counts[2 * index]), msBeforeNext: Number(counts[2 * index + 1]) }),
+      );
+    }, fail);
   }
 
   return {
