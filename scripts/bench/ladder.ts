@@ -30,6 +30,19 @@ const BASE = {
   upstreamTls: false,
 } as const;
 
+/** The full pipeline as it ships, on the plain hop the peer also uses. */
+const SHIPPED: Rung = {
+  name: 'ladder 8: + stage timing (default)',
+  note: 'portico_stage_duration_seconds on: the full pipeline as shipped',
+  without: [],
+  auth: true,
+  rateLimit: 'redis',
+  cache: true,
+  accounting: true,
+  stageTiming: true,
+  upstreamTls: false,
+};
+
 export const RUNGS: readonly Rung[] = [
   {
     ...BASE,
@@ -85,26 +98,11 @@ export const RUNGS: readonly Rung[] = [
     cache: true,
     accounting: true,
   },
+  SHIPPED,
   {
-    name: 'ladder 8: + stage timing (default)',
-    note: 'portico_stage_duration_seconds on: the full pipeline as shipped',
-    without: [],
-    auth: true,
-    rateLimit: 'redis',
-    cache: true,
-    accounting: true,
-    stageTiming: true,
-    upstreamTls: false,
-  },
-  {
+    ...SHIPPED,
     name: 'ladder 9: + mutual TLS upstream',
     note: 'the full pipeline, the hop to the upstream over mutual TLS: the default to the service',
-    without: [],
-    auth: true,
-    rateLimit: 'redis',
-    cache: true,
-    accounting: true,
-    stageTiming: true,
     upstreamTls: true,
   },
 ];
