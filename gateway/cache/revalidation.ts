@@ -7,6 +7,7 @@ import type { Readable } from 'node:stream';
 import type { GatewayContext, GatewayResponse } from '../pipeline/context.ts';
 import type { UpstreamHeaders } from '../pipeline/upstream-headers.ts';
 import type { Forward } from '../upstream/forward.ts';
+import { hasRequestBody } from '../edge/request-body.ts';
 import { readBody } from './body-tee.ts';
 import type { CacheRequest, Fill, HttpCache, StoredResponse } from './http-cache.ts';
 import { readSemantics } from './response-semantics.ts';
@@ -25,7 +26,7 @@ export function revalidateInBackground(
 ): void {
   // A HEAD would bring back no body to store; the next GET revalidates instead. A GET with a
   // body is not replayed: its body went to no one and cannot be read again.
-  if (entry.revalidating === true || request.method !== 'GET' || hasBody(ctx)) return;
+  if (entry.revalidating === true || request.method !== 'GET' || hasRequestBody(ctx.req)) return;
   entry.revalidating = true;
   ctx.res.once('close', () => {
     if (ctx.signal.gone) {
@@ -83,11 +84,6 @@ async function refreshFrom(
   }
   const body = await readBody(response.body, cache.config.maxEntryBytes);
   if (body !== undefined) cache.commit(fill, decision.build(body));
-}
-
-export function hasBody(ctx: GatewayContext): boolean {
-  const length = ctx.req.headers['content-length'];
-  return (length !== undefined && length !== '0') || ctx.req.headers['transfer-encoding'] !== undefined;
 }
 
 /**

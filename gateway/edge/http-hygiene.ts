@@ -64,7 +64,12 @@ export const DEFAULT_MAX_URI_BYTES = 4096;
  * differently than we do, and a 414 for a target longer than the upstream would take. Runs
  * before routing, so nothing of such a request is forwarded.
  */
-export function checkRequestFraming(req: IncomingMessage, limits: { maxUriBytes: number }): void {
+export function checkRequestFraming(
+  req: IncomingMessage,
+  /** The target without its query, as the request context already holds it. */
+  path: string,
+  limits: { maxUriBytes: number },
+): void {
   // The parser hands the target over as one byte per character (latin1): length is bytes.
   if ((req.url ?? '').length > limits.maxUriBytes) {
     throw new HttpProblem('ERR_URI_TOO_LONG', `request target exceeds ${limits.maxUriBytes} bytes`);
@@ -88,7 +93,6 @@ export function checkRequestFraming(req: IncomingMessage, limits: { maxUriBytes:
     // Absolute-form and authority-form are for forward proxies; `*` has nothing to route.
     throw new HttpProblem('ERR_BAD_REQUEST', 'request target must be an absolute path');
   }
-  const path = url.split('?', 1)[0] ?? '';
   if (hasDotSegmentOrBackslash(path)) {
     // `/v1/../admin` must not match the `/v1` route and then be normalised by the upstream.
     throw new HttpProblem('ERR_BAD_REQUEST', 'path must not contain dot segments or backslashes');

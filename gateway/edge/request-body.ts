@@ -22,6 +22,12 @@ export interface LimitedBody {
   discardRest(): void;
 }
 
+/** Whether the request carries a body: a non-zero Content-Length, or a transfer coding. */
+export function hasRequestBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
+}
+
 /** The 413 problem for a body past `limit`; the unread rest means the connection must close. */
 export function tooLarge(limit: number): HttpProblem {
   return new HttpProblem('ERR_PAYLOAD_TOO_LARGE', `request body exceeds the limit of ${limit} bytes`, {

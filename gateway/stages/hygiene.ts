@@ -7,7 +7,7 @@ import { checkRequestFraming } from '../edge/http-hygiene.ts';
 
 export function createHygieneStage(limits: { maxUriBytes: number }): Stage {
   return async function hygiene(ctx, next) {
-    checkRequestFraming(ctx.req, limits);
+    checkRequestFraming(ctx.req, ctx.path, limits);
     await next();
   };
 }

@@ -10,7 +10,7 @@
 import type { Readable } from 'node:stream';
 import { HttpProblem } from '../../shared/errors.ts';
 import { IDENTITY_HEADER, signAssertion, type AssertionKey } from '../../shared/identity-assertion.ts';
-import { readLimitedBody, tooLarge } from '../edge/request-body.ts';
+import { hasRequestBody, readLimitedBody, tooLarge } from '../edge/request-body.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
 import {
   bufferedResponse,
@@ -51,8 +51,7 @@ export function createForward(config: ProxyConfig, deps: ForwardDeps): Forward {
 
     const declared = ctx.req.headers['content-length'];
     if (declared !== undefined && Number(declared) > deps.maxBodyBytes) throw tooLarge(deps.maxBodyBytes);
-    const hasBody =
-      (declared !== undefined && declared !== '0') || ctx.req.headers['transfer-encoding'] !== undefined;
+    const hasBody = hasRequestBody(ctx.req);
 
     if (ctx.principal !== undefined) {
       // The gateway verified the credential and asserts the principal instead, so the token or
