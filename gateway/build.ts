@@ -19,7 +19,9 @@ import { registerCacheMetrics } from './cache/metrics.ts';
 import type { GatewayConfig } from './config/load.ts';
 import { createClientIp } from './edge/client-ip.ts';
 import { createAuthenticator, type Authenticator } from './identity/authenticate.ts';
+import { createDeprecatedCallCounter } from './observability/deprecation-metrics.ts';
 import { createMetrics, type GatewayMetrics } from './observability/metrics.ts';
+import { createOtlpExporter } from './observability/otlp-exporter.ts';
 import { createRequestAccounting } from './observability/request-accounting.ts';
 import { compose } from './pipeline/compose.ts';
 import { createRequestHandler, type RequestHandler } from './pipeline/request-handler.ts';
@@ -106,9 +108,20 @@ export async function buildGateway(
     maxBodyBytes: config.listener.limits.maxBodyBytes,
     ...(deps.assertionKeys === undefined ? {} : { assertionKeys: deps.assertionKeys }),
   });
+  const { endpoint } = config.tracing.otlp;
+  const spanExporter =
+    endpoint === undefined ? undefined : createOtlpExporter({ ...config.tracing.otlp, endpoint }, log);
+  if (spanExporter !== undefined) lifecycle.defer('span exporter', () => spanExporter.close());
   const stages = createStages(
     config,
-    { forward, limiter, cache, ...(authenticator === undefined ? {} : { authenticator }) },
+    {
+      forward,
+      limiter,
+      cache,
+      countDeprecatedCall: createDeprecatedCallCounter(metrics.registry),
+      ...(authenticator === undefined ? {} : { authenticator }),
+      ...(spanExporter === undefined ? {} : { spanExporter }),
+    },
     options.stages,
   );
   const handler = createRequestHandler({

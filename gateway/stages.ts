@@ -2,21 +2,26 @@
  * The one place that sets the order of the gateway's stages. Requests pass them top to
  * bottom; responses, refusals included, come back bottom to top; the proxy is terminal.
  *
- *   request-id → hygiene → route → authenticate → rate-limit → cache → proxy
+ *   request-id → trace-context → hygiene → route → deprecation → authenticate → rate-limit
+ *   → cache → proxy
  */
 import type { HttpCache } from './cache/http-cache.ts';
 import type { GatewayConfig } from './config/load.ts';
 import type { Authenticator } from './identity/authenticate.ts';
+import type { DeprecatedCallCounter } from './observability/deprecation-metrics.ts';
+import type { SpanExporter } from './observability/otlp-exporter.ts';
 import type { NamedStage } from './pipeline/compose.ts';
 import type { Stage } from './pipeline/context.ts';
 import type { RateLimiter } from './rate-limit/limiter.ts';
 import { createAuthenticateStage } from './stages/authenticate.ts';
 import { createCacheStage } from './stages/cache.ts';
+import { createDeprecationStage } from './stages/deprecation.ts';
 import { createHygieneStage } from './stages/hygiene.ts';
 import { createProxyStage } from './stages/proxy.ts';
 import { createRateLimitStage } from './stages/rate-limit.ts';
 import { createRequestIdStage } from './stages/request-id.ts';
 import { createRouteStage } from './stages/route.ts';
+import { createTraceContextStage } from './stages/trace-context.ts';
 import type { Forward } from './upstream/forward.ts';
 
 export interface StageDeps {
@@ -25,10 +30,22 @@ export interface StageDeps {
   cache: HttpCache;
   /** Absent only when no route requires authentication. */
   authenticator?: Authenticator;
+  /** Present when spans are exported (tracing.otlp.endpoint). */
+  spanExporter?: SpanExporter;
+  /** Counts calls to deprecated routes; without it they are not counted. */
+  countDeprecatedCall?: DeprecatedCallCounter;
 }
 
 export type StageName =
-  'request-id' | 'hygiene' | 'route' | 'authenticate' | 'rate-limit' | 'cache' | 'proxy';
+  | 'request-id'
+  | 'trace-context'
+  | 'hygiene'
+  | 'route'
+  | 'deprecation'
+  | 'authenticate'
+  | 'rate-limit'
+  | 'cache'
+  | 'proxy';
 
 /**
  * Stages replaced by name: tests put a stand-in where a real one needs what they lack; `null`
@@ -42,12 +59,17 @@ export function createStages(
   overrides: StageOverrides = {},
 ): NamedStage[] {
   const authenticate = authenticateStage(config, deps, overrides.authenticate);
+  const deprecation = createDeprecationStage(config.routes, deps.countDeprecatedCall ?? (() => {}));
   const stages: { name: StageName; stage: Stage }[] = [
     // First, so that every answer, refusals included, carries the id.
     { name: 'request-id', stage: createRequestIdStage(config.requestId) },
+    // Next, so that refusals too are logged and audited with a trace id.
+    { name: 'trace-context', stage: createTraceContextStage(config.tracing, deps.spanExporter) },
     // Before anything reads the path or headers: smuggled or ambiguous requests stop here.
     { name: 'hygiene', stage: createHygieneStage(config.listener.limits) },
     { name: 'route', stage: createRouteStage(config.routes) },
+    // Right after the route is known: every answer of a deprecated route says so, refusals included.
+    ...(deprecation === undefined ? [] : [{ name: 'deprecation' as const, stage: deprecation }]),
     // Before anything is spent on the request: who is calling, or 401/403/503.
     ...(authenticate === undefined ? [] : [{ name: 'authenticate' as const, stage: authenticate }]),
     // After authentication, so that limits can count per principal, customer or key.

@@ -14,6 +14,8 @@ export interface AuditEntry {
   /** Epoch milliseconds when the request arrived; defaults to when it was recorded. */
   time?: number;
   requestId: string;
+  /** The W3C trace id, for finding the request's spans. */
+  traceId?: string;
   subject?: string;
   customerId?: string;
   /** API key id (never the key). */
@@ -75,6 +77,7 @@ export function sealRecord(
     seq,
     time: new Date(entry.time ?? Date.now()).toISOString(),
     requestId: text(entry.requestId),
+    traceId: text(entry.traceId),
     subject: text(entry.subject),
     customerId: text(entry.customerId),
     keyId: text(entry.keyId),

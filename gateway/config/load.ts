@@ -17,6 +17,7 @@ import { ListenerConfigSchema, checkListener } from '../edge/listener.ts';
 import { checkProxy, createProxyConfigSchema } from '../upstream/config-schema.ts';
 import { RequestIdConfigSchema } from '../stages/request-id.ts';
 import { checkRoutes, createRouteSchema } from '../stages/route-schema.ts';
+import { TracingConfigSchema, checkTracing } from '../stages/tracing-schema.ts';
 
 function createConfigSchema(env: NodeJS.ProcessEnv) {
   return Type.Object(
@@ -24,6 +25,7 @@ function createConfigSchema(env: NodeJS.ProcessEnv) {
       listener: ListenerConfigSchema,
       admin: AdminConfigSchema,
       requestId: RequestIdConfigSchema,
+      tracing: TracingConfigSchema,
       routes: createRouteSchema(env),
       proxy: createProxyConfigSchema(env),
       auth: AuthConfigSchema,
@@ -133,6 +135,7 @@ function crossFieldProblems(config: GatewayConfig, schemaErrors: readonly ErrorO
     ],
     ['rateLimits', () => checkRateLimits(config.rateLimits)],
     ['proxy', () => checkProxy(config.proxy)],
+    ['tracing', () => checkTracing(config.tracing)],
   ];
   return checks.flatMap(([section, check]) => (broken.has(section) ? [] : check()));
 }

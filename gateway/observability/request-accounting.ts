@@ -36,6 +36,7 @@ export function createRequestAccounting(deps: {
       log.info(
         {
           requestId: ctx.requestId,
+          traceId: ctx.facts.traceId,
           method,
           path: ctx.path,
           route,
@@ -57,6 +58,7 @@ function auditEntry(
   return {
     time: outcome.time,
     requestId: ctx.requestId,
+    ...(facts.traceId === undefined ? {} : { traceId: facts.traceId }),
     ...(principal === undefined
       ? {}
       : {

@@ -72,6 +72,8 @@ export interface RequestFacts {
   rateLimit?: string;
   /** The cache stage's outcome, e.g. `hit`, `miss`, `stale`. */
   cache?: string;
+  /** The W3C trace id this request belongs to (trace-context stage). */
+  traceId?: string;
 }
 
 /** What the stages know about one request. */

@@ -4,6 +4,7 @@
  * type without importing the stage that matches it.
  */
 import { Type, type Static } from '@sinclair/typebox';
+import { DeprecationSchema, checkDeprecation } from './deprecation-schema.ts';
 
 export const RouteSchema = Type.Object(
   {
@@ -25,6 +26,7 @@ export const RouteSchema = Type.Object(
         'Whether the authenticate stage must establish a caller. `none` only when written, and warned about at start.',
     }),
     cache: Type.Boolean({ default: false, description: 'Whether the cache stage may serve this route.' }),
+    deprecation: Type.Optional(DeprecationSchema),
   },
   { additionalProperties: false },
 );
@@ -67,6 +69,8 @@ export function checkRoutes(routes: readonly RouteDefinition[]): string[] {
   routes.forEach((route, index) => {
     if (seen.has(route.prefix)) problems.push(`routes[${index}].prefix: duplicate prefix ${route.prefix}`);
     seen.add(route.prefix);
+    if (route.deprecation !== undefined)
+      problems.push(...checkDeprecation(route.deprecation, `routes[${index}].deprecation`));
     let url: URL;
     try {
       url = new URL(route.upstream);

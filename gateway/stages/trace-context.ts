@@ -1,0 +1,76 @@
+/**
+ * W3C Trace Context at the edge: a client's valid `traceparent` is continued (its trace id
+ * kept), anything else starts a new trace here; either way the request goes upstream with
+ * this gateway's own span as the parent, so the service's spans nest under the gateway's.
+ * The trace id goes to the request log line and the audit record (`ctx.facts.traceId`).
+ *
+ * Right after request-id, so that refusals too carry a trace id. No response side and no
+ * promise of its own: it returns `next()` as is.
+ */
+import type { SpanExporter } from '../observability/otlp-exporter.ts';
+import {
+  formatTraceParent,
+  isValidTraceState,
+  newSpanId,
+  newTraceId,
+  parseTraceParent,
+} from '../observability/trace-context-header.ts';
+import type { GatewayContext, Stage } from '../pipeline/context.ts';
+import type { TracingConfig } from './tracing-schema.ts';
+
+interface SpanIds {
+  traceId: string;
+  spanId: string;
+  parentSpanId: string | undefined;
+}
+
+export function createTraceContextStage(config: TracingConfig, exporter?: SpanExporter): Stage {
+  return function traceContext(ctx, next) {
+    const { headers } = ctx.req;
+    const parent = config.acceptFromClient ? parseTraceParent(headers.traceparent) : undefined;
+    const traceId = parent?.traceId ?? newTraceId();
+    const spanId = newSpanId();
+    // Sampled says "the caller may have recorded": true of a new trace only when we export.
+    const sampled = parent?.sampled ?? exporter !== undefined;
+    ctx.facts.traceId = traceId;
+    ctx.upstreamHeaders.set('traceparent', formatTraceParent(traceId, spanId, sampled));
+    // tracestate belongs to the trace its traceparent named: with a new trace it must go.
+    if (
+      headers.tracestate !== undefined &&
+      (parent === undefined || !isValidTraceState(headers.tracestate))
+    ) {
+      ctx.upstreamHeaders.delete('tracestate');
+    }
+    if (exporter !== undefined && sampled) {
+      exportOnClose(ctx, exporter, { traceId, spanId, parentSpanId: parent?.parentId });
+    }
+    return next();
+  };
+}
+
+/** The span ends when the response does (its body sent, or cut short). */
+function exportOnClose(ctx: GatewayContext, exporter: SpanExporter, ids: SpanIds): void {
+  const startMs = performance.timeOrigin + performance.now();
+  ctx.res.once('close', () => {
+    const { req, res } = ctx;
+    const method = req.method ?? 'OTHER';
+    const route = ctx.route?.prefix;
+    const status = res.headersSent ? res.statusCode : 499;
+    exporter.record({
+      traceId: ids.traceId,
+      spanId: ids.spanId,
+      ...(ids.parentSpanId === undefined ? {} : { parentSpanId: ids.parentSpanId }),
+      name: route === undefined ? method : `${method} ${route}`,
+      startMs,
+      endMs: performance.timeOrigin + performance.now(),
+      error: status >= 500 || !res.writableFinished,
+      attributes: {
+        'http.request.method': method,
+        'url.path': ctx.path,
+        ...(route === undefined ? {} : { 'http.route': route }),
+        'http.response.status_code': status,
+        'portico.request_id': ctx.requestId,
+      },
+    });
+  });
+}
