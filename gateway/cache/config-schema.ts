@@ -47,6 +47,18 @@ export const CacheConfigSchema = Type.Object(
       default: 86400,
       description: 'Upper bound of a heuristic freshness lifetime.',
     }),
+    targetedFields: Type.Array(
+      // Lowercase field names, as Node hands them over; Cache-Control itself is never targeted.
+      Type.String({ pattern: "^(?!cache-control$)[a-z0-9!#$%&'*+.^_`|~-]+$" }),
+      {
+        default: ['portico-cache-control', 'cdn-cache-control'],
+        uniqueItems: true,
+        description:
+          'Targeted cache-control fields (RFC 9213) this cache obeys, lowercase, in order of precedence: the ' +
+          'first one present and valid replaces Cache-Control and Expires for this cache. Every one listed is ' +
+          'stripped before a response leaves the gateway.',
+      },
+    ),
   },
   { additionalProperties: false, default: {}, description: 'The shared HTTP cache (RFC 9111) at the edge.' },
 );

@@ -81,9 +81,12 @@ function unquote(raw: string): string {
 
 /**
  * Parses a targeted cache-control field (RFC 9213 section 2.1): a Structured Fields
- * dictionary (RFC 8941 section 3.2). A field that fails to parse is ignored as a whole, so
- * `undefined` comes back and the cache falls back to `Cache-Control`. Boolean false members
- * (`?0`) count as absent; parameters are ignored.
+ * dictionary (RFC 8941 section 3.2). A field that fails to parse (an upper-case key, space
+ * around `=`, a stray token) is ignored as a whole, so `undefined` comes back and the cache
+ * falls back to `Cache-Control`. Boolean false members (`?0`) count as absent; parameters are
+ * ignored; a member whose value has the wrong type for its directive (`max-age="60"`,
+ * `max-age=1.5`, `no-store=3`) is not consumed (section 2.1, "SHOULD NOT consume"), the rest
+ * of the field still applies. Unknown directives are kept and ignored by their readers.
  */
 export function parseTargeted(value: FieldValue): Directives | undefined {
   const text = joinField(value)?.trim();
@@ -94,19 +97,18 @@ export function parseTargeted(value: FieldValue): Directives | undefined {
     const key = /^[a-z*][a-z0-9_.*-]*/.exec(rest)?.[0];
     if (key === undefined) return undefined;
     rest = rest.slice(key.length);
-    let item: string | boolean = true;
+    let item: BareItem = { kind: 'boolean', value: true, rest };
     if (rest.startsWith('=')) {
       const parsed = bareItem(rest.slice(1));
       if (parsed === undefined) return undefined;
-      item = parsed.value;
-      rest = parsed.rest;
+      item = parsed;
     }
-    const params = skipParameters(rest);
+    const params = skipParameters(item.rest);
     if (params === undefined) return undefined;
     rest = params;
     // RFC 8941 section 4.2.2: a later member of the same key overwrites the earlier one.
-    if (item === false) directives.delete(key);
-    else directives.set(key, item);
+    if (item.value === false || !fitsDirective(key, item)) directives.delete(key);
+    else directives.set(key, item.value);
     rest = rest.replace(/^[ \t]*/, '');
     if (rest === '') return directives;
     if (!rest.startsWith(',')) return undefined;
@@ -115,21 +117,51 @@ export function parseTargeted(value: FieldValue): Directives | undefined {
   }
 }
 
-function bareItem(text: string): { value: string | boolean; rest: string } | undefined {
-  const patterns: [RegExp, (m: string) => string | boolean][] = [
-    [/^-?[0-9]{1,12}\.[0-9]{1,3}(?![0-9])/, (m) => m],
-    [/^-?[0-9]{1,15}(?![0-9.])/, (m) => m],
+/** An RFC 8941 bare item, its type, and the text after it. */
+interface BareItem {
+  kind: 'decimal' | 'integer' | 'string' | 'token' | 'bytes' | 'boolean';
+  value: string | boolean;
+  rest: string;
+}
+
+function bareItem(text: string): BareItem | undefined {
+  const patterns: [BareItem['kind'], RegExp, (m: string) => string | boolean][] = [
+    ['decimal', /^-?[0-9]{1,12}\.[0-9]{1,3}(?![0-9])/, (m) => m],
+    ['integer', /^-?[0-9]{1,15}(?![0-9.])/, (m) => m],
     // RFC 8941 section 3.3.3: printable ASCII, with \" and \\ escaped.
-    [/^"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\["\\])*"/, (m) => m.slice(1, -1).replace(/\\(.)/g, '$1')],
-    [/^[A-Za-z*][!#$%&'*+\-.^_`|~0-9A-Za-z:/]*/, (m) => m],
-    [/^:[A-Za-z0-9+/=]*:/, (m) => m],
-    [/^\?[01]/, (m) => m === '?1'],
+    ['string', /^"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\["\\])*"/, (m) => m.slice(1, -1).replace(/\\(.)/g, '$1')],
+    ['token', /^[A-Za-z*][!#$%&'*+\-.^_`|~0-9A-Za-z:/]*/, (m) => m],
+    ['bytes', /^:[A-Za-z0-9+/=]*:/, (m) => m],
+    ['boolean', /^\?[01]/, (m) => m === '?1'],
   ];
-  for (const [pattern, read] of patterns) {
+  for (const [kind, pattern, read] of patterns) {
     const match = pattern.exec(text)?.[0];
-    if (match !== undefined) return { value: read(match), rest: text.slice(match.length) };
+    if (match !== undefined) return { kind, value: read(match), rest: text.slice(match.length) };
   }
   return undefined;
+}
+
+/** Directives whose argument is delta-seconds: an sf-integer, not negative (RFC 9213 section 2.1). */
+const DELTA_DIRECTIVES = new Set(['max-age', 's-maxage', 'stale-while-revalidate', 'stale-if-error']);
+/** Directives that take an optional list of field names: true, or an sf-string. */
+const FIELD_LIST_DIRECTIVES = new Set(['no-cache', 'private']);
+/** Directives without an argument (RFC 9111 section 5.2.2, RFC 8246). */
+const FLAG_DIRECTIVES = new Set([
+  'must-revalidate',
+  'must-understand',
+  'no-store',
+  'no-transform',
+  'proxy-revalidate',
+  'public',
+  'immutable',
+]);
+
+/** Whether a targeted member's value has the type its directive takes; unknown ones pass. */
+function fitsDirective(key: string, item: BareItem): boolean {
+  if (DELTA_DIRECTIVES.has(key)) return item.kind === 'integer' && !String(item.value).startsWith('-');
+  if (FIELD_LIST_DIRECTIVES.has(key)) return item.value === true || item.kind === 'string';
+  if (FLAG_DIRECTIVES.has(key)) return item.value === true;
+  return true;
 }
 
 function skipParameters(text: string): string | undefined {

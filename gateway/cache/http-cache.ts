@@ -8,6 +8,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Principal } from '../../shared/principal.ts';
+import type { CacheStats, Outcome } from './cache-stats.ts';
 import type { CacheConfig } from './config-schema.ts';
 import { parseCacheControl, type Directives } from './directives.ts';
 import {
@@ -22,9 +23,11 @@ import { callerOf, lookupPartitions, storePartition, type Caller } from './parti
 import { createPolicyFactory, requestView, type PolicyFactory, type PolicyRequest } from './policy.ts';
 import { readSemantics, type ResponseSemantics } from './response-semantics.ts';
 import { storability } from './storability.ts';
-import { NOT_UPDATED, storedHeaders, validatorView, varyValue } from './stored-fields.ts';
+import { storedHeaders, validatorView, varyValue } from './stored-fields.ts';
+import { headMatches, updateStored } from './stored-update.ts';
 
 export type { StoredResponse } from './entry-store.ts';
+export type { CacheStats, Outcome } from './cache-stats.ts';
 
 /** What the cache needs besides its config. */
 export interface HttpCacheDeps {
@@ -76,26 +79,6 @@ export type StoreDecision =
   | { store: true; partition: string; build: (body: Buffer) => StoredResponse }
   | { store: false; reason: string };
 
-/** What the stage did with a request, for statistics. */
-export type Outcome = 'hit' | 'miss' | 'stale' | 'revalidated' | 'bypass';
-
-/** Counters since start, and the store's current size. */
-export interface CacheStats {
-  /** Answered from storage without the origin (stale-while-revalidate included). */
-  hits: number;
-  /** Forwarded without a usable stored response. */
-  misses: number;
-  /** Stored response served stale (stale-while-revalidate, stale-if-error). */
-  stale: number;
-  /** Stored response validated by the origin (304) and served. */
-  revalidated: number;
-  bypassed: number;
-  stored: number;
-  invalidated: number;
-  bytes: number;
-  entries: number;
-}
-
 /** The cache of one gateway instance. */
 export interface HttpCache {
   readonly config: CacheConfig;
@@ -123,6 +106,18 @@ export interface HttpCache {
     fill: Fill,
     response: ReceivedResponse,
   ): StoredResponse | undefined;
+  /**
+   * A 200 to a HEAD request for a stored GET response (4.3.5): the updated entry when the
+   * validators agree, else the stored response is dropped and `undefined` comes back.
+   */
+  updateFromHead(
+    entry: StoredResponse,
+    request: CacheRequest,
+    fill: Fill,
+    response: ReceivedResponse,
+  ): StoredResponse | undefined;
+  /** The caching directives of a response, as this cache reads them (targeted fields first). */
+  semantics(headers: Record<string, string | string[] | undefined>): ResponseSemantics;
   remove(entry: StoredResponse): void;
   /** Drops every stored response for these paths (any query, any partition), here and on every replica. */
   invalidate(paths: readonly string[]): Promise<number>;
@@ -189,6 +184,23 @@ export function createHttpCache(config: CacheConfig, deps: HttpCacheDeps): HttpC
         });
 
   const available = () => config.enabled && (bus === undefined || bus.ready());
+
+  /** The entry updated from a 304's or a HEAD response's fields, stored again if it still may be. */
+  function update(
+    entry: StoredResponse,
+    request: CacheRequest,
+    fill: Fill,
+    incoming: Record<string, string | string[]>,
+  ): StoredResponse {
+    const result = updateStored(entry, request.view, fill.requestTime, incoming, {
+      policies,
+      now,
+      targetedFields: config.targetedFields,
+    });
+    if (result.storable && !fill.poisoned && available()) store.set(result.entry);
+    else store.delete(entry);
+    return result.entry;
+  }
 
   function varyMatches(entry: StoredResponse, headers: IncomingHttpHeaders): boolean {
     for (const [name, value] of entry.varyValues) if (varyValue(headers, name) !== value) return false;
@@ -322,34 +334,18 @@ export function createHttpCache(config: CacheConfig, deps: HttpCacheDeps): HttpC
         store.delete(entry);
         return undefined;
       }
-      const headers: Record<string, string | string[]> = { ...entry.headers };
-      const incoming = readSemantics(response.headers);
-      for (const [name, value] of Object.entries(response.headers))
-        if (!NOT_UPDATED.has(name) && !incoming.omittedFields.includes(name)) headers[name] = value;
-      const semantics = readSemantics(headers);
-      const policy = policies.create(request.view, {
-        status: entry.status,
-        headers,
-        semantics,
-        requestTime: fill.requestTime,
-        responseTime: now(),
-      });
-      const updated: StoredResponse = { ...entry, headers, semantics, policy, storedAt: now() };
-      delete updated.revalidating;
-      // The updated response answers this request; it is stored again only if it still may
-      // be (a 304 can bring no-store, or a Set-Cookie that must not be shared).
-      const verdict = storability({
-        method: 'GET',
-        status: entry.status,
-        headers,
-        semantics,
-        requestNoStore: false,
-        policy,
-      });
-      if (verdict.ok && !fill.poisoned && available()) store.set(updated);
-      else store.delete(entry);
-      return updated;
+      return update(entry, request, fill, response.headers);
     },
+
+    updateFromHead(entry, request, fill, response) {
+      if (!headMatches(entry, response.headers)) {
+        store.delete(entry);
+        return undefined;
+      }
+      return update(entry, request, fill, response.headers);
+    },
+
+    semantics: (headers) => readSemantics(headers, config.targetedFields),
 
     remove(entry) {
       store.delete(entry);

@@ -24,7 +24,7 @@
  */
 import CachePolicy from 'http-cache-semantics';
 import type { IncomingHttpHeaders } from 'node:http';
-import { deltaSeconds, parseCacheControl } from './directives.ts';
+import { deltaSeconds, joinField, parseCacheControl } from './directives.ts';
 import { formatHttpDate, parseHttpDate } from './http-date.ts';
 import type { Headers, ResponseSemantics } from './response-semantics.ts';
 
@@ -185,10 +185,12 @@ function correctedInitialAge(facts: ResponseFacts, date: number | undefined): nu
   return Math.floor(Math.max(apparentAge, ageValue(facts.headers['age']) + responseDelay));
 }
 
-/** RFC 9111 section 5.1: an invalid Age (a list, a sign, a fraction) is ignored. */
+/**
+ * RFC 9111 section 5.1: of a list (on one field line or several) the first member counts;
+ * a value that is not delta-seconds (a sign, a fraction, trailing characters) is ignored.
+ */
 function ageValue(value: string | string[] | undefined): number {
-  if (value === undefined || (Array.isArray(value) && value.length !== 1)) return 0;
-  return deltaSeconds(first(value)?.trim()) ?? 0;
+  return deltaSeconds(joinField(value)?.split(',')[0]?.trim()) ?? 0;
 }
 
 function first(value: string | string[] | undefined): string | undefined {

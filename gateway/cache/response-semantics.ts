@@ -2,7 +2,6 @@
  * What a response says about its own caching, read once: the directives that apply to this
  * cache (the targeted field wins, RFC 9213), and the facts the storage and reuse rules need.
  */
-import { GATEWAY_CACHE_CONTROL } from '../../shared/cache-headers.ts';
 import { deltaSeconds, joinField, parseCacheControl, parseTargeted, type Directives } from './directives.ts';
 
 /** Response fields as undici and Node hand them over. */
@@ -10,7 +9,7 @@ export type Headers = Record<string, string | string[] | undefined>;
 
 /** A response's caching directives and facts, read once. */
 export interface ResponseSemantics {
-  /** The directives this cache obeys: `Portico-Cache-Control` when valid, else `Cache-Control`. */
+  /** The directives this cache obeys: the first valid targeted field, else `Cache-Control`. */
   readonly directives: Directives;
   /** The directives came from the targeted field (RFC 9213 section 2.2). */
   readonly targeted: boolean;
@@ -37,9 +36,18 @@ export interface ResponseSemantics {
   readonly omittedFields: readonly string[];
 }
 
-/** Reads the directives that apply to this cache from a response's fields. */
-export function readSemantics(headers: Headers): ResponseSemantics {
-  const targetedDirectives = parseTargeted(headers[GATEWAY_CACHE_CONTROL]);
+/**
+ * Reads the directives that apply to this cache from a response's fields. `targetedFields` are
+ * the targeted fields this cache obeys (config `cache.targetedFields`), in order of precedence:
+ * the first present and valid one wins (RFC 9213 section 2.2); an absent, empty or unparsable
+ * one is passed over.
+ */
+export function readSemantics(headers: Headers, targetedFields: readonly string[]): ResponseSemantics {
+  let targetedDirectives: Directives | undefined;
+  for (const field of targetedFields) {
+    targetedDirectives = parseTargeted(headers[field]);
+    if (targetedDirectives !== undefined) break;
+  }
   const targeted = targetedDirectives !== undefined;
   const directives = targetedDirectives ?? parseCacheControl(headers['cache-control']);
   const has = (name: string) => directives.has(name);

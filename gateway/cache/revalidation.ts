@@ -10,7 +10,6 @@ import type { Forward } from '../upstream/forward.ts';
 import { hasRequestBody } from '../edge/request-body.ts';
 import { readBody } from './body-tee.ts';
 import type { CacheRequest, Fill, HttpCache, StoredResponse } from './http-cache.ts';
-import { readSemantics } from './response-semantics.ts';
 
 /**
  * stale-while-revalidate (RFC 5861 section 3): the stale answer goes out now; the
@@ -64,7 +63,7 @@ async function refreshFrom(
     cache.freshen(entry, request, fill, {
       status: 304,
       headers: response.headers,
-      semantics: readSemantics(response.headers),
+      semantics: cache.semantics(response.headers),
     });
     return;
   }
@@ -76,7 +75,7 @@ async function refreshFrom(
   const decision = cache.decide(request, fill, {
     status: response.status,
     headers: response.headers,
-    semantics: readSemantics(response.headers),
+    semantics: cache.semantics(response.headers),
   });
   if (!decision.store) {
     discard(response.body);

@@ -12,7 +12,6 @@ import { ownCopy, teeBody } from '../cache/body-tee.ts';
 import { appendCacheStatus, formatCacheStatus, type CacheStatus } from '../cache/cache-status.ts';
 import type { CacheRequest, Fill, HttpCache, Outcome, StoredResponse } from '../cache/http-cache.ts';
 import { SAFE_METHODS, invalidationTargets } from '../cache/invalidation-targets.ts';
-import { readSemantics } from '../cache/response-semantics.ts';
 import { discard, revalidateInBackground, setValidators, validatorsOf } from '../cache/revalidation.ts';
 import { storedAnswer } from '../cache/stored-answer.ts';
 
@@ -27,7 +26,17 @@ interface Revalidation {
  * is the proxy's own forwarding, for revalidations in the background.
  */
 export function createCacheStage(cache: HttpCache, forward: Forward): Stage {
+  const serve = serveWith(cache, forward);
   return async function cacheStage(ctx, next) {
+    await serve(ctx, next);
+    // RFC 9213: fields targeted at this cache are ours alone, whichever way the answer came.
+    const headers = ctx.response?.headers;
+    if (headers !== undefined) for (const field of cache.config.targetedFields) delete headers[field];
+  };
+}
+
+function serveWith(cache: HttpCache, forward: Forward): Stage {
+  return async function serve(ctx, next) {
     const method = ctx.req.method ?? 'GET';
     if (!SAFE_METHODS.has(method)) return unsafe(ctx, next, cache);
     const bypass = bypassReason(ctx, method, cache);
@@ -148,11 +157,18 @@ async function forwardAndStore(
       });
       return;
     }
+    // 4.3.5: a HEAD response updates the stored GET response, or drops it when they disagree.
+    if (request.method === 'HEAD' && response.status === 200)
+      cache.updateFromHead(revalidation.entry, request, fill, {
+        status: 200,
+        headers: response.headers,
+        semantics: cache.semantics(response.headers),
+      });
     // A full response replaces what was stored, whether or not it may be stored itself.
-    if (response.status < 500) cache.remove(revalidation.entry);
+    else if (response.status < 500) cache.remove(revalidation.entry);
   }
   note(ctx, cache, 'miss');
-  const semantics = readSemantics(response.headers);
+  const semantics = cache.semantics(response.headers);
   const decision = cache.decide(request, fill, {
     status: response.status,
     headers: response.headers,
@@ -249,7 +265,7 @@ function answerRevalidated(
   response: GatewayResponse,
   fwd: 'stale' | 'request',
 ): void {
-  const semantics = readSemantics(response.headers);
+  const semantics = cache.semantics(response.headers);
   const updated = cache.freshen(revalidation.entry, request, fill, {
     status: 304,
     headers: response.headers,

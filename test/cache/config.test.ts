@@ -18,6 +18,7 @@ describe('cache config', () => {
       maxEntryBytes: 1024 * 1024,
       heuristicFraction: 0.1,
       maxHeuristicSeconds: 86400,
+      targetedFields: ['portico-cache-control', 'cdn-cache-control'],
     });
   });
 
@@ -30,6 +31,9 @@ describe('cache config', () => {
       { maxOwnerShare: 0 },
       { maxOwnerShare: 1.5 },
       { ttl: 5 },
+      { targetedFields: ['cache-control'] },
+      { targetedFields: ['CDN-Cache-Control'] },
+      { targetedFields: ['cdn-cache-control', 'cdn-cache-control'] },
     ])
       expect(validate(structuredClone(bad)), JSON.stringify(bad)).toBe(false);
   });

@@ -37,6 +37,7 @@ export const CACHE_DEFAULTS: CacheConfig = {
   maxEntryBytes: 64 * 1024,
   heuristicFraction: 0.1,
   maxHeuristicSeconds: 86400,
+  targetedFields: ['portico-cache-control', 'cdn-cache-control'],
 };
 
 /** A manual clock: starts on a whole second (Date has one-second resolution). */

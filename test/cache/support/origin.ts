@@ -21,6 +21,8 @@ export interface OriginReply {
   /** Undefined values are left out. */
   headers?: Record<string, string | string[] | undefined>;
   body?: string;
+  /** false: no Date field (Node's server adds one by default). */
+  sendDate?: false;
 }
 
 export type OriginHandler = (request: OriginRequest) => OriginReply | Promise<OriginReply>;
@@ -54,6 +56,7 @@ export async function startOrigin(initial: OriginHandler): Promise<TestOrigin> {
           const headers = Object.entries(reply.headers ?? {}).filter(
             (entry): entry is [string, string | string[]] => entry[1] !== undefined,
           );
+          if (reply.sendDate === false) res.sendDate = false;
           res.writeHead(reply.status ?? 200, Object.fromEntries(headers));
           res.end(request.method === 'HEAD' ? undefined : (reply.body ?? ''));
         },
