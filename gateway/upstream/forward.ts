@@ -20,6 +20,7 @@ import {
 } from '../pipeline/context.ts';
 import type { ProxyConfig } from './config-schema.ts';
 import { forwardedHeaders, relayedHeaders } from './forwarded-headers.ts';
+import { relayInterim } from './interim.ts';
 import type { Upstreams } from './pools.ts';
 import { errorKind, upstreamProblem, UpstreamFailure } from './upstream-errors.ts';
 
@@ -83,6 +84,7 @@ export function createForward(config: ProxyConfig, deps: ForwardDeps): Forward {
           headers,
           body: body?.stream ?? null,
           signal: ctx.signal,
+          onInfo: relayInterim(ctx),
         });
         // From here on the body may fail at any moment, also while no stage reads it: without
         // a listener its 'error' would be an uncaught exception that ends the process.
