@@ -3,7 +3,7 @@
  * bottom; responses, refusals included, come back bottom to top; the proxy is terminal.
  *
  *   request-id → trace-context → hygiene → route → deprecation → authenticate → rate-limit
- *   → cache → proxy
+ *   → negotiate-encoding → cache → compress → proxy
  */
 import type { HttpCache } from './cache/http-cache.ts';
 import type { GatewayConfig } from './config/load.ts';
@@ -15,8 +15,10 @@ import type { Stage } from './pipeline/context.ts';
 import type { RateLimiter } from './rate-limit/limiter.ts';
 import { createAuthenticateStage } from './stages/authenticate.ts';
 import { createCacheStage } from './stages/cache.ts';
+import { createCompressStage } from './stages/compress.ts';
 import { createDeprecationStage } from './stages/deprecation.ts';
 import { createHygieneStage } from './stages/hygiene.ts';
+import { createNegotiateEncodingStage } from './stages/negotiate-encoding.ts';
 import { createProxyStage } from './stages/proxy.ts';
 import { createRateLimitStage } from './stages/rate-limit.ts';
 import { createRequestIdStage } from './stages/request-id.ts';
@@ -44,7 +46,9 @@ export type StageName =
   | 'deprecation'
   | 'authenticate'
   | 'rate-limit'
+  | 'negotiate-encoding'
   | 'cache'
+  | 'compress'
   | 'proxy';
 
 /**
@@ -60,6 +64,7 @@ export function createStages(
 ): NamedStage[] {
   const authenticate = authenticateStage(config, deps, overrides.authenticate);
   const deprecation = createDeprecationStage(config.routes, deps.countDeprecatedCall ?? (() => {}));
+  const compress = createCompressStage(config.compression);
   const stages: { name: StageName; stage: Stage }[] = [
     // First, so that every answer, refusals included, carries the id.
     { name: 'request-id', stage: createRequestIdStage(config.requestId) },
@@ -74,8 +79,12 @@ export function createStages(
     ...(authenticate === undefined ? [] : [{ name: 'authenticate' as const, stage: authenticate }]),
     // After authentication, so that limits can count per principal, customer or key.
     { name: 'rate-limit', stage: createRateLimitStage({ limiter: deps.limiter }) },
+    // Before the cache, which keys its variants on the Accept-Encoding this settles.
+    { name: 'negotiate-encoding', stage: createNegotiateEncodingStage(config.compression) },
     // After the limits (a cache hit still counts), right before the proxy it saves a trip to.
     { name: 'cache', stage: createCacheStage(deps.cache, deps.forward) },
+    // Below the cache, so that it stores compressed bytes and a hit costs no compression.
+    ...(compress === undefined ? [] : [{ name: 'compress' as const, stage: compress }]),
     { name: 'proxy', stage: createProxyStage(deps.forward) },
   ];
   return stages.flatMap(({ name, stage }) => {

@@ -11,6 +11,7 @@ import addFormatsModule from 'ajv-formats';
 import { parse as parseYaml } from 'yaml';
 import { AdminConfigSchema } from '../admin/server.ts';
 import { CacheConfigSchema } from '../cache/config-schema.ts';
+import { CompressionConfigSchema } from '../compression/config-schema.ts';
 import { AuthConfigSchema, checkAuthConfig } from '../identity/config-schema.ts';
 import { RateLimitsSchema, checkRateLimits } from '../rate-limit/config-schema.ts';
 import { ListenerConfigSchema, checkListener } from '../edge/listener.ts';
@@ -31,6 +32,7 @@ function createConfigSchema(env: NodeJS.ProcessEnv) {
       auth: AuthConfigSchema,
       rateLimits: { ...RateLimitsSchema, default: {} },
       cache: { ...CacheConfigSchema, default: {} },
+      compression: CompressionConfigSchema,
     },
     { additionalProperties: false },
   );

@@ -1,0 +1,49 @@
+/**
+ * Content codings on the way in, before the cache: the request's Accept-Encoding becomes the
+ * one encoding the gateway will answer in (br, gzip or identity), and a request body in a
+ * coding the upstreams cannot read is refused with 415 (RFC 9110 section 15.5.16), not left
+ * for the service to take for malformed JSON.
+ *
+ * The one stage that writes `req.headers`, and only this field: the cache matches stored
+ * variants on the request's own headers (Vary: Accept-Encoding), and one spelling per choice
+ * keeps it at three variants a resource, where clients' spellings would make dozens. The
+ * upstream is asked for the same encoding, so that what it answers fits the variant it is
+ * stored as. The compress stage (after the cache) does the compressing.
+ */
+import { HttpProblem } from '../../shared/errors.ts';
+import { preferredEncoding } from '../compression/accept-encoding.ts';
+import type { CompressionConfig } from '../compression/config-schema.ts';
+import { hasRequestBody } from '../edge/request-body.ts';
+import type { Stage } from '../pipeline/context.ts';
+
+export function createNegotiateEncodingStage(config: CompressionConfig): Stage {
+  const readable = new Set(['identity', ...config.requestEncodings]);
+  const acceptEncoding = [...readable].join(', ');
+  return async function negotiateEncoding(ctx, next) {
+    const headers = ctx.req.headers;
+    const coding = headers['content-encoding'];
+    if (coding !== undefined && hasRequestBody(ctx.req)) refuseUnreadable(coding, readable, acceptEncoding);
+    if (config.enabled) {
+      const sent = headers['accept-encoding'];
+      const chosen = preferredEncoding(sent);
+      if (sent !== chosen) {
+        headers['accept-encoding'] = chosen;
+        ctx.upstreamHeaders.set('accept-encoding', chosen);
+      }
+    }
+    return next();
+  };
+}
+
+function refuseUnreadable(coding: string, readable: ReadonlySet<string>, acceptEncoding: string): void {
+  const unreadable = coding
+    .split(',')
+    .map((name) => name.trim().toLowerCase())
+    .filter((name) => name !== '' && !readable.has(name));
+  if (unreadable.length === 0) return;
+  throw new HttpProblem(
+    'ERR_UNSUPPORTED_MEDIA_TYPE',
+    `a request body in Content-Encoding ${unreadable.join(', ')} cannot be read here: send it as ${acceptEncoding}`,
+    { headers: { 'Accept-Encoding': acceptEncoding } },
+  );
+}
