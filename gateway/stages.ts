@@ -2,8 +2,8 @@
  * The one place that sets the order of the gateway's stages. Requests pass them top to
  * bottom; responses, refusals included, come back bottom to top; the proxy is terminal.
  *
- *   request-id → trace-context → hygiene → route → deprecation → authenticate → rate-limit
- *   → negotiate-encoding → cache → compress → proxy
+ *   request-id → trace-context → hygiene → route → deprecation → cors → authenticate
+ *   → rate-limit → negotiate-encoding → cache → compress → proxy
  */
 import type { HttpCache } from './cache/http-cache.ts';
 import type { GatewayConfig } from './config/load.ts';
@@ -16,6 +16,7 @@ import type { RateLimiter } from './rate-limit/limiter.ts';
 import { createAuthenticateStage } from './stages/authenticate.ts';
 import { createCacheStage } from './stages/cache.ts';
 import { createCompressStage } from './stages/compress.ts';
+import { createCorsStage } from './stages/cors.ts';
 import { createDeprecationStage } from './stages/deprecation.ts';
 import { createHygieneStage } from './stages/hygiene.ts';
 import { createNegotiateEncodingStage } from './stages/negotiate-encoding.ts';
@@ -44,6 +45,7 @@ export type StageName =
   | 'hygiene'
   | 'route'
   | 'deprecation'
+  | 'cors'
   | 'authenticate'
   | 'rate-limit'
   | 'negotiate-encoding'
@@ -64,6 +66,7 @@ export function createStages(
 ): NamedStage[] {
   const authenticate = authenticateStage(config, deps, overrides.authenticate);
   const deprecation = createDeprecationStage(config.routes, deps.countDeprecatedCall ?? (() => {}));
+  const cors = createCorsStage(config.routes, deps.limiter);
   const compress = createCompressStage(config.compression);
   const stages: { name: StageName; stage: Stage }[] = [
     // First, so that every answer, refusals included, carries the id.
@@ -75,6 +78,9 @@ export function createStages(
     { name: 'route', stage: createRouteStage(config.routes) },
     // Right after the route is known: every answer of a deprecated route says so, refusals included.
     ...(deprecation === undefined ? [] : [{ name: 'deprecation' as const, stage: deprecation }]),
+    // Before authentication: browsers send preflights without credentials, and a script must
+    // be able to read a refusal (401, 429) for what it is.
+    ...(cors === undefined ? [] : [{ name: 'cors' as const, stage: cors }]),
     // Before anything is spent on the request: who is calling, or 401/403/503.
     ...(authenticate === undefined ? [] : [{ name: 'authenticate' as const, stage: authenticate }]),
     // After authentication, so that limits can count per principal, customer or key.

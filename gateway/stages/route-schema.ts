@@ -4,6 +4,7 @@
  * type without importing the stage that matches it.
  */
 import { Type, type Static } from '@sinclair/typebox';
+import { CorsSchema, checkCors } from '../cors/config-schema.ts';
 import { DeprecationSchema, checkDeprecation } from './deprecation-schema.ts';
 
 export const RouteSchema = Type.Object(
@@ -27,6 +28,7 @@ export const RouteSchema = Type.Object(
     }),
     cache: Type.Boolean({ default: false, description: 'Whether the cache stage may serve this route.' }),
     deprecation: Type.Optional(DeprecationSchema),
+    cors: Type.Optional(CorsSchema),
   },
   { additionalProperties: false },
 );
@@ -71,6 +73,7 @@ export function checkRoutes(routes: readonly RouteDefinition[]): string[] {
     seen.add(route.prefix);
     if (route.deprecation !== undefined)
       problems.push(...checkDeprecation(route.deprecation, `routes[${index}].deprecation`));
+    if (route.cors !== undefined) problems.push(...checkCors(route.cors, `routes[${index}].cors`));
     let url: URL;
     try {
       url = new URL(route.upstream);

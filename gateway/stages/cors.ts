@@ -1,0 +1,119 @@
+/**
+ * The CORS stage (the Fetch standard's CORS protocol), right after the route and before
+ * authentication, for the routes with a `cors` key:
+ *
+ * - A preflight (OPTIONS with Origin and Access-Control-Request-Method) is answered here,
+ *   never forwarded: browsers send it without credentials, so it must not meet the
+ *   authenticate stage's 401. It is counted first, as an anonymous request from its address
+ *   (the rate limiter's `ip` and `principal` policies; the latter keys it `ip:<address>`).
+ *   An allowed origin gets 204 with the Access-Control-Allow-* fields; another gets a 403
+ *   problem without any Access-Control-* field, which the browser reports as a CORS failure.
+ * - Any other request from an allowed origin gets Access-Control-Allow-Origin (and -Credentials,
+ *   -Expose-Headers) on its answer, refusals included, so a browser app can read a 401 or 429
+ *   problem. `Vary: Origin` is merged into the upstream's Vary whenever the answer depends on
+ *   the origin, with or without one in the request. The upstream's own Access-Control-* fields
+ *   give way to the route's policy.
+ *
+ * Routes without `cors` pass through with one map lookup; with no such route the stage is
+ * left out of the pipeline altogether.
+ */
+import { HttpProblem } from '../../shared/errors.ts';
+import { compileCors, type CorsPolicy } from '../cors/policy.ts';
+import { problemResponse } from '../pipeline/problem-response.ts';
+import type { GatewayContext, GatewayResponse, Stage } from '../pipeline/context.ts';
+import { mergeVary } from '../pipeline/vary.ts';
+import { rateLimitFields, rateLimitProblem, storeUnavailableProblem } from '../rate-limit/headers.ts';
+import type { RateLimiter } from '../rate-limit/limiter.ts';
+import type { RouteDefinition } from './route-schema.ts';
+
+/** Fields of the upstream's own CORS answer, replaced by the route's policy. */
+const UPSTREAM_CORS_FIELDS = [
+  'access-control-allow-origin',
+  'access-control-allow-credentials',
+  'access-control-expose-headers',
+  'access-control-allow-methods',
+  'access-control-allow-headers',
+  'access-control-max-age',
+];
+
+export function createCorsStage(routes: readonly RouteDefinition[], limiter: RateLimiter): Stage | undefined {
+  const policies = new Map<string, CorsPolicy>();
+  for (const route of routes)
+    if (route.cors !== undefined) policies.set(route.prefix, compileCors(route.cors));
+  if (policies.size === 0) return undefined;
+  return async function cors(ctx, next) {
+    const policy = ctx.route === undefined ? undefined : policies.get(ctx.route.prefix);
+    if (policy === undefined) return next();
+    const headers = ctx.req.headers;
+    const origin = headers.origin;
+    if (
+      origin !== undefined &&
+      ctx.req.method === 'OPTIONS' &&
+      headers['access-control-request-method'] !== undefined
+    ) {
+      ctx.response = await preflight(ctx, policy, origin, limiter);
+      return;
+    }
+    await next();
+    const response = ctx.response;
+    if (response === undefined) return;
+    for (const name of UPSTREAM_CORS_FIELDS) delete response.headers[name];
+    allowRead(response.headers, policy, origin);
+  };
+}
+
+async function preflight(
+  ctx: GatewayContext,
+  policy: CorsPolicy,
+  origin: string,
+  limiter: RateLimiter,
+): Promise<GatewayResponse> {
+  const decision = await limiter.check({ method: 'OPTIONS', path: ctx.path, clientIp: ctx.clientIp });
+  ctx.facts.rateLimit =
+    decision.kind === 'unavailable' ? 'unavailable' : `${decision.kind}:${decision.store}`;
+  ctx.facts.auth = { outcome: 'none', reason: 'cors preflight' };
+  let response: GatewayResponse;
+  if (decision.kind === 'unavailable') response = problemResponse(storeUnavailableProblem(), ctx.path);
+  else if (decision.kind === 'limited') response = problemResponse(rateLimitProblem(decision), ctx.path);
+  else if (!policy.allows(origin)) response = problemResponse(notAllowed(origin), ctx.path);
+  else {
+    response = { status: 204, headers: preflightFields(policy), body: null };
+    if (decision.outcomes.length > 0) {
+      const fields = rateLimitFields(decision.outcomes);
+      response.headers['ratelimit-policy'] = fields.policy;
+      response.headers['ratelimit'] = fields.state;
+    }
+  }
+  allowRead(response.headers, policy, origin);
+  return response;
+}
+
+function preflightFields(policy: CorsPolicy): Record<string, string> {
+  return {
+    'access-control-allow-methods': policy.allowMethods,
+    'access-control-allow-headers': policy.allowHeaders,
+    'access-control-max-age': policy.maxAge,
+    // The browser's preflight cache follows Access-Control-Max-Age; HTTP caches store nothing.
+    'cache-control': 'no-store',
+  };
+}
+
+function notAllowed(origin: string): HttpProblem {
+  return new HttpProblem(
+    'ERR_FORBIDDEN',
+    `origin ${origin} is not allowed to call this route from a browser`,
+  );
+}
+
+/** The fields that let a script of `origin` read the answer; Vary: Origin whenever they depend on it. */
+function allowRead(
+  headers: Record<string, string | string[]>,
+  policy: CorsPolicy,
+  origin: string | undefined,
+): void {
+  if (!policy.anyOrigin) mergeVary(headers, 'Origin');
+  if (origin === undefined || !policy.allows(origin)) return;
+  headers['access-control-allow-origin'] = policy.anyOrigin ? '*' : origin;
+  if (policy.credentials) headers['access-control-allow-credentials'] = 'true';
+  if (policy.exposeHeaders !== undefined) headers['access-control-expose-headers'] = policy.exposeHeaders;
+}
