@@ -36,6 +36,7 @@ export const errorTable = {
   ERR_PAYLOAD_TOO_LARGE: { status: 413, title: 'Payload too large' },
   ERR_URI_TOO_LONG: { status: 414, title: 'URI too long' },
   ERR_UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type' },
+  ERR_RANGE_NOT_SATISFIABLE: { status: 416, title: 'Range not satisfiable' },
   // 422: well-formed JSON whose content breaks the rules.
   ERR_VALIDATION: { status: 422, title: 'Validation failed' },
   ERR_IDEMPOTENCY_KEY_REUSED: { status: 422, title: 'Idempotency key reused with a different request' },

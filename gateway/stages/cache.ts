@@ -40,18 +40,13 @@ function serveWith(cache: HttpCache, forward: Forward): Stage {
     const method = ctx.req.method ?? 'GET';
     if (!SAFE_METHODS.has(method)) return unsafe(ctx, next, cache);
     const bypass = bypassReason(ctx, method, cache);
-    if (bypass !== undefined) {
-      ctx.facts.cache = 'bypass';
-      if (bypass !== 'route') cache.record('bypass');
-      await next();
-      finish(ctx.response, {
-        fwd: method === 'GET' || method === 'HEAD' ? 'bypass' : 'method',
-        detail: bypass,
-      });
-      return;
-    }
+    if (bypass !== undefined) return bypassed(ctx, next, cache, method, bypass);
     const request = cache.describe(method, ctx.target, ctx.path, ctx.req.headers, ctx.principal);
     const selection = cache.select(request);
+    // Ranges are answered from a fresh complete stored response only (stored-answer.ts);
+    // otherwise the request goes upstream as it came, and no partial answer is stored (3.3).
+    if (method === 'GET' && request.headers.range !== undefined && selection.kind !== 'fresh')
+      return bypassed(ctx, next, cache, method, 'range');
     switch (selection.kind) {
       case 'fresh':
         note(ctx, cache, 'hit');
@@ -76,13 +71,24 @@ function serveWith(cache: HttpCache, forward: Forward): Stage {
   };
 }
 
+async function bypassed(
+  ctx: GatewayContext,
+  next: Next,
+  cache: HttpCache,
+  method: string,
+  reason: string,
+): Promise<void> {
+  ctx.facts.cache = 'bypass';
+  if (reason !== 'route') cache.record('bypass');
+  await next();
+  finish(ctx.response, { fwd: method === 'GET' || method === 'HEAD' ? 'bypass' : 'method', detail: reason });
+}
+
 function bypassReason(ctx: GatewayContext, method: string, cache: HttpCache): string | undefined {
   if (!cache.config.enabled || ctx.route?.cache !== true) return 'route';
   if (method !== 'GET' && method !== 'HEAD') return 'method';
   if (!cache.available()) return 'invalidation-offline';
   const headers = ctx.req.headers;
-  // Ranges are not stored (a partial response would need to be combined, 3.3).
-  if (headers.range !== undefined || headers['if-range'] !== undefined) return 'range';
   // 4.3.2: preconditions that only the origin can evaluate are its business.
   if (headers['if-match'] !== undefined || headers['if-unmodified-since'] !== undefined)
     return 'precondition';

@@ -1,0 +1,192 @@
+/**
+ * Range requests answered from a fresh complete stored response (RFC 9111 sections 3.3-3.4,
+ * RFC 9110 section 14), over real sockets: single and multiple ranges, If-Range, 416, and
+ * per-customer partitions as for every stored response.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { createClock, startCacheGateway, type CacheGateway, type Clock } from './support/cache-gateway.ts';
+import { startOrigin, type TestOrigin } from './support/origin.ts';
+
+const BODY = 'abcdefghijklmnopqrstuvwxyz';
+const LAST_MODIFIED = 'Sat, 21 Nov 2026 12:00:00 GMT';
+
+let origin: TestOrigin;
+let gateway: CacheGateway;
+let clock: Clock;
+
+afterEach(async () => {
+  await gateway.close();
+  await origin.close();
+});
+
+/** An origin that ignores Range (as many do) and sends `etag`; the gateway has stored it once. */
+async function setup(etag = '"r1"', route: { auth?: 'required' } = {}): Promise<void> {
+  clock = createClock();
+  origin = await startOrigin((request) => ({
+    headers: {
+      date: clock.date(),
+      etag,
+      'last-modified': LAST_MODIFIED,
+      'content-type': 'text/plain',
+      'cache-control': 'max-age=60',
+      ...(request.customer === undefined
+        ? {}
+        : { 'cache-control': 'private', 'portico-cache-control': 'max-age=60' }),
+    },
+    body: request.customer === undefined ? BODY : `${BODY}:${request.customer}`,
+  }));
+  gateway = await startCacheGateway({ upstream: origin.url, clock, route });
+}
+
+describe('RFC 9110 section 14.1.2 and 15.3.7: 206 from a fresh stored response (RFC 9111 section 3.4)', () => {
+  it('answers one range, a suffix range, an open range and a range past the end from the cache', async () => {
+    await setup();
+    await gateway.get('/v1/file');
+    const cases: [string, string, string][] = [
+      ['bytes=0-4', 'abcde', 'bytes 0-4/26'],
+      ['bytes=-3', 'xyz', 'bytes 23-25/26'],
+      ['bytes=20-', 'uvwxyz', 'bytes 20-25/26'],
+      ['bytes=24-1000', 'yz', 'bytes 24-25/26'],
+      ['Bytes=1-1', 'b', 'bytes 1-1/26'],
+      ['bytes=-100', BODY, 'bytes 0-25/26'],
+    ];
+    for (const [range, body, contentRange] of cases) {
+      const response = await gateway.get('/v1/file', { range });
+      expect(response.status, range).toBe(206);
+      expect(response.body, range).toBe(body);
+      expect(response.headers['content-range'], range).toBe(contentRange);
+      expect(response.headers['content-length'], range).toBe(String(body.length));
+      expect(response.headers['etag'], range).toBe('"r1"');
+      expect(response.headers['cache-status'], range).toMatch(/^Portico; hit/);
+    }
+    expect(origin.count()).toBe(1);
+  });
+
+  it('answers several ranges as multipart/byteranges, and coalesces overlapping ones', async () => {
+    await setup();
+    await gateway.get('/v1/file');
+    const response = await gateway.get('/v1/file', { range: 'bytes=0-1, -2' });
+    expect(response.status).toBe(206);
+    const boundary = /^multipart\/byteranges; boundary=(\S+)$/.exec(
+      response.headers['content-type'] ?? '',
+    )?.[1];
+    expect(boundary).toBeDefined();
+    expect(response.headers['content-range']).toBeUndefined();
+    expect(response.body).toBe(
+      `\r\n--${boundary}\r\nContent-Type: text/plain\r\nContent-Range: bytes 0-1/26\r\n\r\nab` +
+        `\r\n--${boundary}\r\nContent-Type: text/plain\r\nContent-Range: bytes 24-25/26\r\n\r\nyz` +
+        `\r\n--${boundary}--\r\n`,
+    );
+    expect(response.headers['content-length']).toBe(String(Buffer.byteLength(response.body)));
+    const overlapping = await gateway.get('/v1/file', { range: 'bytes=2-5, 4-8, 9-9' });
+    expect(overlapping.headers['content-range']).toBe('bytes 2-9/26');
+    expect(overlapping.body).toBe('cdefghij');
+    expect(origin.count()).toBe(1);
+  });
+
+  it('sends the whole 200 for a Range it does not understand or that is invalid (14.2)', async () => {
+    await setup();
+    await gateway.get('/v1/file');
+    for (const range of ['bytes=5-1', 'bytes=abc', 'items=0-1', 'bytes = 0-1', 'bytes=0-1;x']) {
+      const response = await gateway.get('/v1/file', { range });
+      expect(response.status, range).toBe(200);
+      expect(response.body, range).toBe(BODY);
+    }
+    expect(origin.count()).toBe(1);
+  });
+
+  it('answers 416 with Content-Range for a Range none of whose ranges is satisfiable (15.5.17)', async () => {
+    await setup();
+    await gateway.get('/v1/file');
+    const response = await gateway.get('/v1/file', { range: 'bytes=26-30, 100-' });
+    expect(response.status).toBe(416);
+    expect(response.headers['content-range']).toBe('bytes */26');
+    expect(response.headers['content-type']).toBe('application/problem+json');
+    expect(JSON.parse(response.body)).toMatchObject({ code: 'ERR_RANGE_NOT_SATISFIABLE' });
+    expect(origin.count()).toBe(1);
+  });
+
+  it('ignores Range on HEAD, and answers a matching If-None-Match with 304 before any range (13.2.2)', async () => {
+    await setup();
+    await gateway.get('/v1/file');
+    const head = await gateway.send('HEAD', '/v1/file', { range: 'bytes=0-1' });
+    expect(head.status).toBe(200);
+    expect(head.headers['content-length']).toBe('26');
+    const notModified = await gateway.get('/v1/file', { range: 'bytes=0-1', 'if-none-match': '"r1"' });
+    expect(notModified.status).toBe(304);
+    expect(origin.count()).toBe(1);
+  });
+});
+
+describe('RFC 9110 section 13.1.5: If-Range', () => {
+  it('applies the Range only for a strong ETag that matches', async () => {
+    await setup();
+    await gateway.get('/v1/file');
+    expect((await gateway.get('/v1/file', { range: 'bytes=0-1', 'if-range': '"r1"' })).status).toBe(206);
+    for (const condition of ['"r0"', 'W/"r1"', 'garbage']) {
+      const response = await gateway.get('/v1/file', { range: 'bytes=0-1', 'if-range': condition });
+      expect(response.status, condition).toBe(200);
+      expect(response.body, condition).toBe(BODY);
+    }
+  });
+
+  it('never matches a weak stored ETag', async () => {
+    await setup('W/"r1"');
+    await gateway.get('/v1/file');
+    expect((await gateway.get('/v1/file', { range: 'bytes=0-1', 'if-range': 'W/"r1"' })).status).toBe(200);
+    expect((await gateway.get('/v1/file', { range: 'bytes=0-1' })).status).toBe(206);
+  });
+
+  it('applies the Range for a date equal to a strong Last-Modified, not for another date', async () => {
+    await setup();
+    await gateway.get('/v1/file');
+    expect((await gateway.get('/v1/file', { range: 'bytes=0-1', 'if-range': LAST_MODIFIED })).status).toBe(
+      206,
+    );
+    const other = await gateway.get('/v1/file', {
+      range: 'bytes=0-1',
+      'if-range': 'Sat, 21 Nov 2026 11:00:00 GMT',
+    });
+    expect(other.status).toBe(200);
+    expect(origin.count()).toBe(1);
+  });
+});
+
+describe('RFC 9111 section 3.3: partial and stale responses', () => {
+  it('forwards a range request for a stale stored response untouched, and stores nothing partial', async () => {
+    await setup();
+    await gateway.get('/v1/file');
+    clock.advance(61);
+    origin.setHandler((request) => ({
+      status: 206,
+      headers: {
+        date: clock.date(),
+        etag: '"r1"',
+        'cache-control': 'max-age=60',
+        'content-range': 'bytes 0-1/26',
+      },
+      body: request.headers.range === 'bytes=0-1' ? 'ab' : 'wrong',
+    }));
+    const response = await gateway.get('/v1/file', { range: 'bytes=0-1', 'if-range': '"r1"' });
+    expect(response.status).toBe(206);
+    expect(response.body).toBe('ab');
+    expect(response.headers['cache-status']).toBe('Portico; fwd=bypass; detail=range');
+    expect(origin.requests[1]?.headers['range']).toBe('bytes=0-1');
+    expect(origin.requests[1]?.headers['if-range']).toBe('"r1"');
+    expect(origin.requests[1]?.headers['if-none-match']).toBeUndefined();
+  });
+
+  it("keeps ranges per customer: one customer never gets bytes of another customer's stored response", async () => {
+    await setup('"r1"', { auth: 'required' });
+    const a = { authorization: 'Test cust-a orders:read' };
+    const b = { authorization: 'Test cust-b orders:read' };
+    await gateway.get('/v1/file', a);
+    const mine = await gateway.get('/v1/file', { ...a, range: 'bytes=26-' });
+    expect(mine.status).toBe(206);
+    expect(mine.body).toBe(':cust-a');
+    const theirs = await gateway.get('/v1/file', { ...b, range: 'bytes=26-' });
+    expect(theirs.headers['cache-status']).toContain('fwd=bypass; detail=range');
+    expect(theirs.body).toBe(`${BODY}:cust-b`);
+    expect(origin.count()).toBe(2);
+  });
+});
