@@ -7,7 +7,7 @@
  * Every component registers its close on the lifecycle as it is created, so that a start
  * that fails later closes exactly what was built, and a drain closes it in reverse.
  */
-import type { Redis } from 'ioredis';
+import { createSubscriber, type RedisClient } from '../shared/redis.ts';
 import type { Logger } from 'pino';
 import type { AssertionKey } from '../shared/identity-assertion.ts';
 import { Lifecycle } from '../shared/lifecycle.ts';
@@ -40,7 +40,7 @@ export interface BuildDeps {
   /** Development issuer and, without Redis, API-key records. Needed when a route requires auth. */
   dataDir?: string;
   /** Shared limits, revocations and invalidations; without it all of these are per process. */
-  redis?: Redis;
+  redis?: RedisClient;
   /** Audit log file, `-` for stdout; no audit log when absent (in-process tests). */
   auditLogPath?: string;
   /** Read for the API-key signing keys; process.env by default. */
@@ -181,7 +181,7 @@ async function buildCache(
   const { redis, log } = deps;
   // A subscriber connection can only listen: invalidations need a second one. ioredis does
   // not prefix channel names, so the deployment's key prefix goes into the channel itself.
-  const subscriber = redis?.duplicate();
+  const subscriber = redis === undefined ? undefined : createSubscriber(redis);
   if (subscriber !== undefined)
     lifecycle.defer('cache invalidation subscriber', () => subscriber.disconnect());
   const cache = createHttpCache(config.cache, {

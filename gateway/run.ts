@@ -3,12 +3,17 @@
  * certificate, audit log, live reload. Shared by `npm run gateway` (main.ts) and `npm start`.
  */
 import { join } from 'node:path';
-import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { loadAssertionKeys } from '../shared/assertion-keys.ts';
 import { devPkiFiles, ensureDevPki } from '../shared/dev-pki.ts';
 import { Lifecycle } from '../shared/lifecycle.ts';
-import { createRedisClient, waitForRedis } from '../shared/redis.ts';
+import {
+  createRedisConnection,
+  describeTarget,
+  redisTargetFromEnv,
+  waitForRedis,
+  type RedisClient,
+} from '../shared/redis.ts';
 import { loadConfig, type GatewayConfig } from './config/load.ts';
 import { watchConfigFile } from './config/reload.ts';
 import { startGateway, type Gateway } from './start.ts';
@@ -131,19 +136,24 @@ async function prepareUpstreamTls(config: GatewayConfig, dataDir: string, log: L
   }
 }
 
-/** The Redis client of REDIS_URL, or undefined (and a warning) without one. */
+/**
+ * The Redis client of REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS, or undefined (and a
+ * warning) without any.
+ */
 async function connectRedis(
   env: NodeJS.ProcessEnv,
   config: GatewayConfig,
   log: Logger,
-): Promise<Redis | undefined> {
-  const redisUrl = env['REDIS_URL'];
-  if (redisUrl === undefined || redisUrl === '') {
-    log.warn('REDIS_URL not set: rate limits, API-key revocations and cache invalidations are per process');
+): Promise<RedisClient | undefined> {
+  const target = redisTargetFromEnv(env);
+  if (target === undefined) {
+    log.warn(
+      'REDIS_URL (or REDIS_CLUSTER_NODES, REDIS_SENTINELS) not set: rate limits, API-key revocations and cache invalidations are per process',
+    );
     return undefined;
   }
-  const redis = createRedisClient({
-    url: redisUrl,
+  log.info({ redis: describeTarget(target) }, 'shared state in Redis');
+  const redis = createRedisConnection(target, {
     keyPrefix: env['PORTICO_REDIS_PREFIX'] || 'portico:',
     commandTimeoutMs: config.rateLimits.storeTimeoutMs,
   });

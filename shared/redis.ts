@@ -1,12 +1,31 @@
 /**
  * One way to connect to Redis for every part of Portico that uses it (rate limits,
- * revocations, cache invalidation): fail fast instead of queueing.
+ * revocations, cache invalidation), whichever way it is deployed: one node (`REDIS_URL`),
+ * Redis Cluster (`REDIS_CLUSTER_NODES`) or a Sentinel-watched master (`REDIS_SENTINELS` with
+ * `REDIS_SENTINEL_NAME`). All three fail fast instead of queueing.
  *
  * With ioredis defaults a down Redis makes commands wait in the offline queue, so a request
  * would hang; with the offline queue off and a short command timeout, a down or frozen Redis
  * is an error within `commandTimeoutMs`, which each caller answers by its own policy.
  */
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
+import { createClusterSubscriber, type SubscriberConnection } from './redis-subscriber.ts';
+
+export type { SubscriberConnection } from './redis-subscriber.ts';
+
+/** A connection to Redis as the gateway uses it: a node (alone or behind Sentinel) or a cluster. */
+export type RedisClient = Redis | Cluster;
+
+export interface HostPort {
+  host: string;
+  port: number;
+}
+
+/** Where Redis is, as the environment says. */
+export type RedisTarget =
+  | { mode: 'single'; url: string }
+  | { mode: 'cluster'; nodes: HostPort[] }
+  | { mode: 'sentinel'; sentinels: HostPort[]; name: string };
 
 export interface RedisOptions {
   url: string;
@@ -15,25 +34,160 @@ export interface RedisOptions {
   commandTimeoutMs?: number;
 }
 
-export function createRedisClient(options: RedisOptions): Redis {
-  return new Redis(options.url, {
+export type ConnectionOptions = Omit<RedisOptions, 'url'>;
+
+/** Keep trying to come back, at most every 2 s: the gateway returns to Redis by itself. */
+const retryStrategy = (attempt: number) => Math.min(attempt * 100, 2000);
+
+/** What every connection shares, whatever the deployment. */
+function nodeOptions(options: ConnectionOptions) {
+  return {
     keyPrefix: options.keyPrefix ?? 'portico:',
     enableOfflineQueue: false,
     commandTimeout: options.commandTimeoutMs ?? 50,
     maxRetriesPerRequest: 0,
-    // Keep trying to come back, at most every 2 s: the gateway returns to Redis by itself.
-    retryStrategy: (attempt) => Math.min(attempt * 100, 2000),
     connectTimeout: 2000,
-    lazyConnect: false,
     // Commands issued in one event-loop turn (by every request in flight) go out in one socket
     // write: a write per command (two per request: failed-auth peek, rate-limit count) was the
     // largest single cost of the gateway under load. Timeouts and fail-fast apply per command.
     enableAutoPipelining: true,
+  } as const;
+}
+
+/** A single node at `options.url`. */
+export function createRedisClient(options: RedisOptions): Redis {
+  return new Redis(options.url, { ...nodeOptions(options), retryStrategy, lazyConnect: false });
+}
+
+/**
+ * The deployment the environment names, or undefined when none is set. Throws (naming the
+ * variable) on a malformed list or on more than one way at once: guessing which one the
+ * operator meant could split replicas between two Redis deployments, and with them the limits.
+ */
+export function redisTargetFromEnv(env: NodeJS.ProcessEnv): RedisTarget | undefined {
+  const url = env['REDIS_URL'] || undefined;
+  const clusterNodes = env['REDIS_CLUSTER_NODES'] || undefined;
+  const sentinels = env['REDIS_SENTINELS'] || undefined;
+  const set = [url && 'REDIS_URL', clusterNodes && 'REDIS_CLUSTER_NODES', sentinels && 'REDIS_SENTINELS'];
+  const named = set.filter((name): name is string => typeof name === 'string');
+  if (named.length > 1)
+    throw new Error(`set only one of ${named.join(', ')}: they name different Redis deployments`);
+  if (clusterNodes !== undefined)
+    return { mode: 'cluster', nodes: parseHostPorts('REDIS_CLUSTER_NODES', clusterNodes) };
+  if (sentinels !== undefined) {
+    const name = env['REDIS_SENTINEL_NAME'];
+    if (name === undefined || name === '')
+      throw new Error('REDIS_SENTINELS is set: REDIS_SENTINEL_NAME must name the master group');
+    return { mode: 'sentinel', sentinels: parseHostPorts('REDIS_SENTINELS', sentinels), name };
+  }
+  return url === undefined ? undefined : { mode: 'single', url };
+}
+
+/** `host:port,host:port` (IPv6 as `[addr]:port`). */
+export function parseHostPorts(variable: string, value: string): HostPort[] {
+  const entries = value
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
+  if (entries.length === 0)
+    throw new Error(`${variable} must list host:port entries, got ${JSON.stringify(value)}`);
+  return entries.map((entry) => {
+    const match = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(entry);
+    const port = Number(match?.[3]);
+    if (match === null || port < 1 || port > 65535)
+      throw new Error(`${variable}: ${JSON.stringify(entry)} is not host:port`);
+    return { host: (match[1] ?? match[2])!, port };
   });
 }
 
+/** A client for `target`; its commands fail fast (see the file comment) in every mode. */
+export function createRedisConnection(target: RedisTarget, options: ConnectionOptions = {}): RedisClient {
+  switch (target.mode) {
+    case 'single':
+      return createRedisClient({ ...options, url: target.url });
+    case 'sentinel':
+      return new Redis({
+        ...nodeOptions(options),
+        sentinels: target.sentinels,
+        name: target.name,
+        retryStrategy,
+        sentinelRetryStrategy: retryStrategy,
+        sentinelCommandTimeout: 500,
+        // Subscribes to the sentinels' +switch-master: the client moves to a promoted replica
+        // when the sentinels decide, not at its next failed reconnect.
+        failoverDetector: true,
+      });
+    case 'cluster':
+      return createCluster(target.nodes, options);
+  }
+}
+
+function createCluster(nodes: HostPort[], options: ConnectionOptions): Cluster {
+  const { keyPrefix, enableOfflineQueue, enableAutoPipelining, ...perNode } = nodeOptions(options);
+  return new Cluster(nodes, {
+    keyPrefix,
+    enableOfflineQueue,
+    enableAutoPipelining,
+    redisOptions: perNode,
+    clusterRetryStrategy: retryStrategy,
+    // A command sent to a master that just died is retried once the slots are re-read; the
+    // caller's own deadline (the store timeout) bounds how long that may take.
+    retryDelayOnFailover: 100,
+    retryDelayOnClusterDown: 100,
+    // Promotions show up within a second even when no command hit the dead master.
+    slotsRefreshInterval: 1000,
+    // Dead masters' connections are not retried forever: the refreshed slot map replaces them.
+    clusterNodeRetryStrategy: retryStrategy,
+  });
+}
+
+/** True for a Redis Cluster client: its scripts may touch keys of one slot only. */
+export function isCluster(client: RedisClient): client is Cluster {
+  return client.isCluster;
+}
+
+/** How the gateway names the deployment in logs (no credentials: URLs are not echoed). */
+export function describeTarget(target: RedisTarget): string {
+  switch (target.mode) {
+    case 'single':
+      return 'one Redis node';
+    case 'cluster':
+      return `Redis Cluster (seeds ${target.nodes.map((n) => `${n.host}:${n.port}`).join(', ')})`;
+    case 'sentinel':
+      return `Redis Sentinel master "${target.name}" (sentinels ${target.sentinels.map((n) => `${n.host}:${n.port}`).join(', ')})`;
+  }
+}
+
+/**
+ * A connection that only listens, for publish/subscribe: a second one of the same node (or
+ * of whatever master Sentinel names), or, in a cluster, one node at a time (a cluster hands
+ * every PUBLISH to every node) whose loss is reported, not hidden (see redis-subscriber.ts).
+ */
+export function createSubscriber(client: RedisClient): SubscriberConnection {
+  if (isCluster(client)) return createClusterSubscriber(client);
+  const subscriber = client.duplicate();
+  // Its outages are the command connection's too, which reports them.
+  subscriber.on('error', () => {});
+  return subscriber;
+}
+
+/**
+ * Redis answers: a node PONGs, or every master of the cluster does (a master that died and
+ * is not replaced yet leaves its slots, and the limits kept there, unreachable).
+ */
+export async function pingRedis(client: RedisClient): Promise<void> {
+  if (!isCluster(client)) {
+    await client.ping();
+    return;
+  }
+  if (client.status !== 'ready') throw new Error(`cluster ${client.status}`);
+  const masters = client.nodes('master');
+  if (masters.length === 0) throw new Error('no cluster master known');
+  await Promise.all(masters.map((node) => node.ping()));
+}
+
 /** Resolves when the client is ready, or after `timeoutMs` (the caller then runs degraded). */
-export async function waitForRedis(client: Redis, timeoutMs = 2000): Promise<boolean> {
+export async function waitForRedis(client: RedisClient, timeoutMs = 2000): Promise<boolean> {
   if (client.status === 'ready') return true;
   return new Promise((resolve) => {
     const timer = setTimeout(() => {

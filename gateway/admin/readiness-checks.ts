@@ -2,7 +2,7 @@
  * What `/readyz` checks: every upstream origin accepts a connection, the identity provider's
  * keys are loaded, Redis answers, plus whatever the process adds.
  */
-import type { Redis } from 'ioredis';
+import { pingRedis, type RedisClient } from '../../shared/redis.ts';
 import type { Authenticator } from '../identity/authenticate.ts';
 import type { Upstreams } from '../upstream/pools.ts';
 import type { ReadinessCheck } from './server.ts';
@@ -10,7 +10,7 @@ import type { ReadinessCheck } from './server.ts';
 export function readinessChecks(deps: {
   upstreams: Upstreams;
   authenticator?: Authenticator;
-  redis?: Redis;
+  redis?: RedisClient;
   extra?: readonly ReadinessCheck[];
 }): ReadinessCheck[] {
   const { upstreams, authenticator, redis } = deps;
@@ -41,14 +41,14 @@ export function readinessChecks(deps: {
  * Redis answers within the readiness probe's time. A gateway with Redis down still serves
  * (limits fall back as configured) but reports not ready, so operators see it.
  */
-function redisCheck(redis: Redis): ReadinessCheck {
+function redisCheck(redis: RedisClient): ReadinessCheck {
   return {
     name: 'redis',
     check: async (timeoutMs) => {
       let timer: NodeJS.Timeout | undefined;
       try {
         await Promise.race([
-          redis.ping(),
+          pingRedis(redis),
           new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('timeout')), timeoutMs))),
         ]);
         return { ok: true, detail: 'PONG' };

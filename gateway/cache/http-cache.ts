@@ -5,7 +5,7 @@
  * (stages/cache.ts) drives it.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Redis } from 'ioredis';
+import type { RedisClient, SubscriberConnection } from '../../shared/redis.ts';
 import type { Logger } from 'pino';
 import type { Principal } from '../../shared/principal.ts';
 import type { CacheStats, Outcome } from './cache-stats.ts';
@@ -32,7 +32,7 @@ export type { CacheStats, Outcome } from './cache-stats.ts';
 /** What the cache needs besides its config. */
 export interface HttpCacheDeps {
   /** Two connections (a subscriber cannot publish); unset: invalidations stay in this process. */
-  redis?: { publisher: Redis; subscriber: Redis } | undefined;
+  redis?: { publisher: RedisClient; subscriber: SubscriberConnection } | undefined;
   /** Pub/sub channel, used as given: put the deployment's key prefix in it. */
   channel: string;
   log: Logger;

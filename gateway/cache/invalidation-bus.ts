@@ -6,7 +6,7 @@
  * subscription comes back: messages sent in between are lost for good.
  */
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient, SubscriberConnection } from '../../shared/redis.ts';
 import type { Logger } from 'pino';
 
 /** What one replica tells the others to drop: paths, or everything under a prefix. */
@@ -28,8 +28,9 @@ export interface InvalidationBus {
 
 /** Connections, channel and the callbacks into the cache. */
 export interface BusDeps {
-  publisher: Redis;
-  subscriber: Redis;
+  publisher: RedisClient;
+  /** A connection that only listens (shared/redis.ts createSubscriber: a cluster's reports its node's loss). */
+  subscriber: SubscriberConnection;
   channel: string;
   log: Logger;
   /** A message from another replica. */

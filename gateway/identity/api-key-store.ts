@@ -6,7 +6,7 @@
  */
 import { appendFileSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../shared/redis.ts';
 
 export interface ApiKeyRecord {
   id: string;
@@ -31,19 +31,19 @@ export const REDIS_RECORDS_KEY = 'apikeys:records';
 export const REDIS_REVOKED_KEY = 'apikeys:revoked';
 
 /** Store in Redis; `redis` should fail fast when down (enableOfflineQueue: false, commandTimeout). */
-export function createRedisApiKeyStore(redis: Redis): ApiKeyStore {
+export function createRedisApiKeyStore(redis: RedisClient): ApiKeyStore {
   return {
     async add(record) {
       await redis.hset(REDIS_RECORDS_KEY, record.id, JSON.stringify(record));
     },
     async revoke(id) {
       const revokedAt = new Date().toISOString();
-      const [[, existing], [revokedError]] = (await redis
-        .multi()
-        .hget(REDIS_RECORDS_KEY, id)
-        .sadd(REDIS_REVOKED_KEY, id)
-        .exec()) as [[Error | null, string | null], [Error | null, number]];
-      if (revokedError !== null) throw revokedError;
+      // Two keys, so two slots in a cluster: not one MULTI (CROSSSLOT there). The revocation
+      // is the SADD; a failure of either rejects.
+      const [existing] = await Promise.all([
+        redis.hget(REDIS_RECORDS_KEY, id),
+        redis.sadd(REDIS_REVOKED_KEY, id),
+      ]);
       if (existing === null) return false;
       const record = { ...(JSON.parse(existing) as ApiKeyRecord), revokedAt };
       await redis.hset(REDIS_RECORDS_KEY, id, JSON.stringify(record));

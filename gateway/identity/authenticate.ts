@@ -11,7 +11,7 @@
 import { hash as digest } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../shared/redis.ts';
 import type { Logger } from 'pino';
 import { LRUCache } from 'lru-cache';
 import { fetch as undiciFetch } from 'undici';
@@ -50,7 +50,7 @@ export interface AuthenticatorDeps {
   /** Data dir holding the development issuer and, without Redis, the API-key records. */
   dataDir: string;
   /** Revocations and API-key records go here when given (fail fast: enableOfflineQueue false). */
-  redis?: Redis;
+  redis?: RedisClient;
   logger: Logger;
   /** Fetch for the JWKS URL (tests pass one trusting their CA); undici's by default. */
   fetch?: JwksFetch;

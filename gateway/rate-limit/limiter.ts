@@ -6,9 +6,9 @@
  * Being over a limit is a result, not an exception. A store failure is an error with an
  * explicit policy (`onStoreFailure`), decided here and nowhere else.
  */
-import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Principal } from '../../shared/principal.ts';
+import { isCluster, type RedisClient } from '../../shared/redis.ts';
 import { durationSeconds } from './config-schema.ts';
 import type { RateLimitPolicyConfig, RateLimitsConfig } from './config-schema.ts';
 import { createRedisCounter, type RedisCounter } from './redis-counter.ts';
@@ -68,8 +68,14 @@ export interface RateLimiter {
 interface CompiledPolicy {
   config: RateLimitPolicyConfig;
   windowSeconds: number;
-  /** Prefix of the policy's counter keys (in Redis and in memory). */
+  /** Prefix of the policy's counter keys in memory, and in Redis outside a cluster. */
   keyPrefix: string;
+  /**
+   * Prefix of its keys in Redis. In a cluster the policy's part is a hash tag, so that every
+   * counter of the policy sits in one slot and one script call counts a turn's batch of it;
+   * on one node the keys stay rate-limiter-flexible's (no braces).
+   */
+  redisKeyPrefix: string;
   memory: RateLimiterMemory;
 }
 
@@ -104,7 +110,7 @@ function matches(policy: RateLimitPolicyConfig, subject: RateLimitSubject): bool
 
 export function createRateLimiter(
   initial: RateLimitsConfig,
-  deps: { redis?: Redis | undefined; onStoreError?: (error: unknown) => void },
+  deps: { redis?: RedisClient | undefined; onStoreError?: (error: unknown) => void },
 ): RateLimiter {
   const { redis } = deps;
   let config = initial;
@@ -112,6 +118,7 @@ export function createRateLimiter(
   let lastFailureAt = 0;
 
   const counter: RedisCounter | undefined = redis === undefined ? undefined : createRedisCounter(redis);
+  const tagged = redis !== undefined && isCluster(redis);
 
   const compile = (policy: RateLimitPolicyConfig, prefix: string): CompiledPolicy => {
     const windowSeconds = durationSeconds(policy.window);
@@ -122,6 +129,7 @@ export function createRateLimiter(
       config: policy,
       windowSeconds,
       keyPrefix,
+      redisKeyPrefix: tagged ? `rl:{${prefix}${policy.name}:${windowSeconds}}` : keyPrefix,
       memory: new RateLimiterMemory({ keyPrefix, points: policy.limit, duration: windowSeconds }),
     };
   };
@@ -160,8 +168,8 @@ export function createRateLimiter(
     };
     if (counter !== undefined && store !== 'memory') {
       try {
-        // Same key as rate-limiter-flexible's RateLimiterRedis would use.
-        const counted = await counter.add(`${policy.keyPrefix}:${key}`, policy.windowSeconds, points);
+        // Outside a cluster, the key rate-limiter-flexible's RateLimiterRedis would use.
+        const counted = await counter.add(`${policy.redisKeyPrefix}:${key}`, policy.windowSeconds, points);
         const remaining = Math.max(policy.config.limit - counted.consumed, 0);
         return { res: new RateLimiterRes(remaining, counted.msBeforeNext, counted.consumed), store: 'redis' };
       } catch (error) {

@@ -8,9 +8,12 @@
  *
  * The keys and the arithmetic are rate-limiter-flexible's (RateLimiterRedis): `SET key 0 EX w
  * NX`, `INCRBY key points`, `PTTL key`, so counters written by either are the same counters.
- * A batch's keys may lie in different slots; Redis Cluster would need one call per slot.
+ *
+ * In a Redis Cluster a script may touch the keys of one slot only, so there a batch is split
+ * by hash tag (the limiter tags each policy's keys with the policy: one call per policy and
+ * turn). Keys without a tag each go alone.
  */
-import type { Redis } from 'ioredis';
+import { isCluster, type RedisClient } from '../../shared/redis.ts';
 
 export interface Counted {
   /** The count after this one. */
@@ -49,17 +52,60 @@ interface Pending {
   reject(error: unknown): void;
 }
 
-type CountingRedis = Redis & { [COMMAND](keys: number, ...args: (string | number)[]): Promise<number[]> };
+type CountingRedis = RedisClient & {
+  [COMMAND](keys: number, ...args: (string | number)[]): Promise<number[]>;
+};
 
-export function createRedisCounter(redis: Redis): RedisCounter {
+/**
+ * What Redis Cluster hashes to pick a key's slot: the text inside the first `{...}` when it
+ * is not empty, else the whole key. Keys with the same hashed text share a slot.
+ */
+export function hashedPart(key: string): string {
+  const open = key.indexOf('{');
+  if (open === -1) return key;
+  const close = key.indexOf('}', open + 1);
+  return close === -1 || close === open + 1 ? key : key.slice(open + 1, close);
+}
+
+/** The batch as one group, or in a cluster one group per hash tag (prefix included). */
+function bySlot(batch: Pending[], prefix: string | undefined): Pending[][] {
+  if (prefix === undefined) return [batch];
+  const groups = new Map<string, Pending[]>();
+  for (const entry of batch) {
+    const part = hashedPart(prefix + entry.key);
+    const group = groups.get(part);
+    if (group === undefined) groups.set(part, [entry]);
+    else group.push(entry);
+  }
+  return [...groups.values()];
+}
+
+function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`Redis Cluster did not answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
+export function createRedisCounter(redis: RedisClient): RedisCounter {
   const client = redis as CountingRedis;
   // ioredis sends EVALSHA, and the script itself once Redis says NOSCRIPT; it prefixes KEYS.
   if (typeof client[COMMAND] !== 'function') redis.defineCommand(COMMAND, { lua: SCRIPT });
+  // ioredis prefixes the keys before the cluster hashes them: the prefix can hold a tag too.
+  const clusterPrefix = isCluster(redis) ? (redis.options.keyPrefix ?? '') : undefined;
+  // A cluster client retries a command whose master died (until the slots are re-read), past
+  // the per-node command timeout: the batch gets that timeout as its own deadline.
+  const deadlineMs = isCluster(redis) ? redis.options.redisOptions?.commandTimeout : undefined;
   let pending: Pending[] = [];
 
   function flush(): void {
     const batch = pending;
     pending = [];
+    for (const group of bySlot(batch, clusterPrefix)) send(group);
+  }
+
+  function send(batch: Pending[]): void {
     const keys = batch.map((entry) => entry.key);
     const args = batch.flatMap((entry) => [entry.windowSeconds, entry.points]);
     const fail = (error: unknown) => {
@@ -73,6 +119,7 @@ export function createRedisCounter(redis: Redis): RedisCounter {
       fail(error);
       return;
     }
+    if (deadlineMs !== undefined) reply = withDeadline(reply, deadlineMs);
     reply.then((counts) => {
       batch.forEach((entry, index) =>
         entry.resolve({ consumed: Number(counts[2 * index]), msBeforeNext: Number(counts[2 * index + 1]) }),

@@ -1,0 +1,95 @@
+/**
+ * The listening side of publish/subscribe (cache invalidations) in a Redis Cluster.
+ *
+ * A cluster hands every PUBLISH to every node, so one connection to any node hears the
+ * whole channel. ioredis's own cluster subscriber also moves to another node when its node
+ * dies, but silently: the messages published in between are lost and nobody is told, so a
+ * cache would keep serving what another replica invalidated in that gap. This one says so:
+ * `close` when its node is lost, `ready` on the next node, on which the caller subscribes again
+ * (and, for the cache, forgets what it holds). Sharded pub/sub (SSUBSCRIBE) would send each
+ * message to one shard only, but ioredis hides its failovers in the same way, and the
+ * invalidations are few.
+ */
+import { EventEmitter } from 'node:events';
+import { Redis, type Cluster } from 'ioredis';
+
+/** What a publish/subscribe listener needs of its connection (a plain ioredis client has it). */
+export interface SubscriberConnection {
+  readonly status: string;
+  subscribe(channel: string): Promise<unknown>;
+  unsubscribe(channel: string): Promise<unknown>;
+  on(event: 'ready' | 'close' | 'end', listener: () => void): unknown;
+  on(event: 'message', listener: (channel: string, message: string) => void): unknown;
+  off(event: 'ready' | 'close' | 'end', listener: () => void): unknown;
+  disconnect(): void;
+}
+
+/** Pause before trying the next node, so that a cluster that is all down is not hammered. */
+const NEXT_NODE_DELAY_MS = 200;
+
+class ClusterSubscriber extends EventEmitter implements SubscriberConnection {
+  #current: Redis | undefined;
+  #attempt = 0;
+  #closed = false;
+  #timer: NodeJS.Timeout | undefined;
+
+  readonly #cluster: Cluster;
+
+  constructor(cluster: Cluster) {
+    super();
+    this.#cluster = cluster;
+    this.#connect();
+  }
+
+  get status(): string {
+    return this.#closed ? 'end' : (this.#current?.status ?? 'reconnecting');
+  }
+
+  subscribe(channel: string): Promise<unknown> {
+    return this.#current?.subscribe(channel) ?? Promise.reject(new Error('no cluster node connected'));
+  }
+
+  unsubscribe(channel: string): Promise<unknown> {
+    return this.#current?.unsubscribe(channel) ?? Promise.resolve();
+  }
+
+  disconnect(): void {
+    this.#closed = true;
+    clearTimeout(this.#timer);
+    this.#current?.disconnect();
+    this.#current = undefined;
+  }
+
+  #connect(): void {
+    // The nodes the cluster client knows now (none before it has read the slots; dead ones
+    // drop out as it re-reads them).
+    const candidates = this.#cluster.nodes('all');
+    const node = candidates[this.#attempt++ % Math.max(candidates.length, 1)]?.options;
+    if (node === undefined) {
+      this.#timer = setTimeout(() => this.#connect(), NEXT_NODE_DELAY_MS);
+      return;
+    }
+    // No reconnecting to the same node: the next one is tried instead (it may be up).
+    const connection = new Redis({
+      host: node.host ?? '127.0.0.1',
+      port: node.port ?? 6379,
+      retryStrategy: () => null,
+      connectTimeout: 2000,
+      lazyConnect: false,
+    });
+    this.#current = connection;
+    connection.on('error', () => {}); // reported by the command connection; this one only listens
+    connection.on('ready', () => this.emit('ready'));
+    connection.on('close', () => this.emit('close'));
+    connection.on('message', (channel: string, message: string) => this.emit('message', channel, message));
+    connection.once('end', () => {
+      if (this.#current !== connection) return;
+      if (this.#closed) this.emit('end');
+      else this.#timer = setTimeout(() => this.#connect(), NEXT_NODE_DELAY_MS);
+    });
+  }
+}
+
+export function createClusterSubscriber(cluster: Cluster): SubscriberConnection {
+  return new ClusterSubscriber(cluster);
+}

@@ -1,0 +1,138 @@
+/**
+ * Gateway processes on a real Redis Cluster (REDIS_CLUSTER_NODES): six `redis-server` nodes,
+ * three masters and three replicas, made for this file and torn down after it. Limits stay
+ * exact across replicas, revocations and cache invalidations cross the cluster, and a killed
+ * master is followed without restart, authentication never failing open in between.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createRedisApiKeyStore } from '../../gateway/identity/api-key-store.ts';
+import { createRedisConnection, parseHostPorts, waitForRedis, type RedisClient } from '../../shared/redis.ts';
+import type { GatewayProcess } from '../gateway/support/gateway-process.ts';
+import { startRedisCluster, type OwnRedisCluster } from '../support/redis-cluster.ts';
+import { loadThroughFailover, spread, tally } from './support/failover-load.ts';
+import {
+  freshCustomer,
+  LIMIT,
+  policy,
+  startScaleFixture,
+  type ScaleFixture,
+} from './support/scale-fixture.ts';
+
+let cluster: OwnRedisCluster;
+let fixture: ScaleFixture;
+const clients: RedisClient[] = [];
+
+beforeAll(async () => {
+  [cluster, fixture] = await Promise.all([startRedisCluster(), startScaleFixture()]);
+});
+afterAll(async () => {
+  for (const client of clients) client.disconnect();
+  await fixture?.close();
+  await cluster?.stop();
+});
+
+async function clusterClient(prefix: string): Promise<RedisClient> {
+  const client = createRedisConnection(
+    { mode: 'cluster', nodes: parseHostPorts('REDIS_CLUSTER_NODES', cluster.seeds) },
+    { keyPrefix: prefix, commandTimeoutMs: 2000 },
+  );
+  client.on('error', () => {});
+  clients.push(client);
+  expect(await waitForRedis(client, 10_000)).toBe(true);
+  return client;
+}
+
+async function twoGateways(): Promise<{ gateways: GatewayProcess[]; prefix: string }> {
+  const prefix = `${inject('redisPrefix')}${randomUUID()}:`;
+  const env = { REDIS_CLUSTER_NODES: cluster.seeds, PORTICO_REDIS_PREFIX: prefix };
+  // onStoreFailure deny: a request the store could not count is a 503, so the window shows.
+  const gateways = await Promise.all([
+    fixture.gateway(policy('deny'), env),
+    fixture.gateway(policy('deny'), env),
+  ]);
+  return { gateways, prefix };
+}
+
+describe('Redis Cluster (REDIS_CLUSTER_NODES)', () => {
+  it('two gateways admit exactly the limit, counted in one slot per policy', async () => {
+    const { gateways, prefix } = await twoGateways();
+    const [one, two] = [freshCustomer(), freshCustomer()];
+    const statuses = await spread(fixture, gateways, `Bearer ${await fixture.token(one)}`, 4 * LIMIT);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(LIMIT);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(3 * LIMIT);
+    expect((await spread(fixture, gateways, `Bearer ${await fixture.token(two)}`, 2))[0]).toBe(200);
+
+    // Both customers' counters carry the policy's hash tag: one slot, one master.
+    const redis = await clusterClient('');
+    const keys = [one, two].map((customer) => `${prefix}rl:{p:default:60}:${customer}`);
+    expect(await redis.get(keys[0]!)).toBe(String(4 * LIMIT));
+    const slots = await Promise.all(keys.map((key) => redis.call('CLUSTER', 'KEYSLOT', key)));
+    expect(slots[0]).toBe(slots[1]);
+  });
+
+  it('a revocation written to the cluster is refused by both gateways', async () => {
+    const { gateways, prefix } = await twoGateways();
+    const { key, id } = fixture.apiKey(freshCustomer());
+    for (const g of gateways) expect((await fixture.call(g.port, `ApiKey ${key}`)).status).toBe(200);
+    await createRedisApiKeyStore(await clusterClient(prefix)).revoke(id);
+    for (const g of gateways) expect((await fixture.call(g.port, `ApiKey ${key}`)).status).toBe(401);
+  });
+
+  it('a write through one gateway invalidates what the other cached', async () => {
+    const { gateways } = await twoGateways();
+    const [a, b] = gateways as [GatewayProcess, GatewayProcess];
+    const auth = `Bearer ${await fixture.token(freshCustomer())}`;
+    const path = `/v1/items/${randomUUID()}`;
+    await fixture.call(b.port, auth, path);
+    expect(String((await fixture.call(b.port, auth, path)).headers['cache-status'])).toMatch(/^Portico; hit/);
+    expect((await fixture.call(a.port, auth, path, 'POST')).status).toBe(200);
+    // The POST's answer left gateway a after the cluster had taken the invalidation.
+    let after = '';
+    for (let i = 0; i < 50 && !after.includes('fwd=uri-miss'); i++) {
+      if (i > 0) await new Promise((r) => setTimeout(r, 20));
+      after = String((await fixture.call(b.port, auth, path)).headers['cache-status']);
+    }
+    expect(after).toContain('fwd=uri-miss');
+  });
+
+  it('the master holding the limit is killed under load: answered throughout, back without restart, exact after', async () => {
+    const { gateways, prefix } = await twoGateways();
+    const revoked = fixture.apiKey(freshCustomer());
+    await createRedisApiKeyStore(await clusterClient(prefix)).revoke(revoked.id);
+    const valid = await Promise.all(
+      Array.from({ length: 8 }, async () => `Bearer ${await fixture.token(freshCustomer())}`),
+    );
+    const master = await cluster.masterOf(`${prefix}rl:{p:default:60}:any`);
+
+    const outcome = await loadThroughFailover(
+      fixture,
+      gateways,
+      { valid, badToken: `${valid[0]!.slice(0, -4)}AAAA`, revokedKey: `ApiKey ${revoked.key}` },
+      () => master.kill(),
+    );
+    const byKind = tally(outcome.answers);
+    console.log(
+      `cluster failover: window ${outcome.windowMs} ms, ready after ${outcome.readyMs.join('/')} ms`,
+      byKind,
+    );
+    expect(outcome.errors).toEqual([]);
+    expect(Object.keys(byKind.valid).map(Number).sort()).toEqual(expect.arrayContaining([200]));
+    for (const status of Object.keys(byKind.valid).map(Number)) expect([200, 429, 503]).toContain(status);
+    expect(Object.keys(byKind['bad-token'])).toEqual(['401']);
+    for (const status of Object.keys(byKind['revoked-key']).map(Number)) expect([401, 503]).toContain(status);
+    expect(Math.max(...outcome.readyMs)).toBeLessThan(30_000);
+    expect(outcome.windowMs).toBeLessThan(30_000);
+
+    // On the promoted replica: a fresh customer gets exactly the limit again.
+    expect(await cluster.masterOf(`${prefix}rl:{p:default:60}:any`)).not.toBe(master);
+    const statuses = await spread(
+      fixture,
+      gateways,
+      `Bearer ${await fixture.token(freshCustomer())}`,
+      LIMIT + 10,
+    );
+    expect(statuses.filter((s) => s === 200)).toHaveLength(LIMIT);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(10);
+  });
+});

@@ -1,0 +1,107 @@
+/**
+ * Load through gateway processes while a Redis master is killed: what every request was
+ * answered, when the store refusals (onStoreFailure: deny, 503) began and ended, and how long
+ * each gateway took to report ready again.
+ */
+import type { GatewayProcess } from '../../gateway/support/gateway-process.ts';
+import type { ScaleFixture } from './scale-fixture.ts';
+
+export type Kind = 'valid' | 'bad-token' | 'revoked-key';
+
+export interface Answer {
+  kind: Kind;
+  status: number;
+  /** When it was sent, in ms after the kill (negative: before). */
+  at: number;
+}
+
+export interface FailoverOutcome {
+  answers: Answer[];
+  /** Requests that got no HTTP answer at all. */
+  errors: unknown[];
+  /** Ms from the kill to the sending of the last request of a valid credential refused 503 (0: none). */
+  windowMs: number;
+  /** Ms from the kill until each gateway's /readyz was 200 again. */
+  readyMs: number[];
+}
+
+export interface Credentials {
+  /** `Bearer ...` of customers sharing the load (they may reach their limit: 429 is an answer). */
+  valid: string[];
+  /** A token whose signature does not verify. */
+  badToken: string;
+  /** `ApiKey ...` revoked before the load. */
+  revokedKey: string;
+}
+
+const CONCURRENCY = 6;
+const WARM_UP_MS = 500;
+const AFTER_READY_MS = 1000;
+
+export async function loadThroughFailover(
+  fixture: ScaleFixture,
+  gateways: GatewayProcess[],
+  credentials: Credentials,
+  kill: () => Promise<void>,
+): Promise<FailoverOutcome> {
+  const answers: Answer[] = [];
+  const errors: unknown[] = [];
+  let killedAt = Number.POSITIVE_INFINITY;
+  let running = true;
+  let sent = 0;
+  const pick = (n: number): [Kind, string] => {
+    if (n % 5 === 0) return ['bad-token', credentials.badToken];
+    if (n % 7 === 0) return ['revoked-key', credentials.revokedKey];
+    return ['valid', credentials.valid[n % credentials.valid.length]!];
+  };
+  const loop = async () => {
+    while (running) {
+      const n = sent++;
+      const [kind, authorization] = pick(n);
+      const gateway = gateways[n % gateways.length]!;
+      const sentAt = Date.now();
+      try {
+        const { status } = await fixture.call(gateway.port, authorization);
+        answers.push({ kind, status, at: sentAt - killedAt });
+      } catch (error) {
+        errors.push(error);
+      }
+    }
+  };
+  const load = Promise.all(Array.from({ length: CONCURRENCY }, loop));
+  await new Promise((r) => setTimeout(r, WARM_UP_MS));
+  killedAt = Date.now();
+  await kill();
+  const readyMs = await Promise.all(gateways.map((g) => fixture.untilReady(g.adminPort, 30_000)));
+  await new Promise((r) => setTimeout(r, AFTER_READY_MS));
+  running = false;
+  await load;
+  const refusals = answers.filter((a) => a.kind === 'valid' && a.status === 503);
+  return {
+    answers,
+    errors,
+    windowMs: refusals.length === 0 ? 0 : Math.max(...refusals.map((a) => a.at)),
+    readyMs: readyMs.map((ms) => ms),
+  };
+}
+
+/** Statuses by kind, for assertions and messages: `{ valid: { 200: 12, 503: 3 }, ... }`. */
+export function tally(answers: Answer[]): Record<Kind, Record<number, number>> {
+  const out: Record<Kind, Record<number, number>> = { valid: {}, 'bad-token': {}, 'revoked-key': {} };
+  for (const { kind, status } of answers) out[kind][status] = (out[kind][status] ?? 0) + 1;
+  return out;
+}
+
+/** `count` requests of one credential spread over the gateways; statuses in order sent. */
+export async function spread(
+  fixture: ScaleFixture,
+  gateways: GatewayProcess[],
+  authorization: string,
+  count: number,
+): Promise<number[]> {
+  return Promise.all(
+    Array.from({ length: count }, (_, i) =>
+      fixture.call(gateways[i % gateways.length]!.port, authorization).then((r) => r.status),
+    ),
+  );
+}
