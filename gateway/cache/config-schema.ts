@@ -3,6 +3,7 @@
  * description; which routes the cache serves is the per-route `cache` flag.
  */
 import { Type, type Static } from '@sinclair/typebox';
+import { CollapseConfigSchema } from './collapse-config.ts';
 
 /** Schema of the `cache` config section; defaults fill what a file leaves out. */
 export const CacheConfigSchema = Type.Object(
@@ -59,6 +60,7 @@ export const CacheConfigSchema = Type.Object(
           'stripped before a response leaves the gateway.',
       },
     ),
+    collapse: Type.Optional(CollapseConfigSchema),
   },
   { additionalProperties: false, default: {}, description: 'The shared HTTP cache (RFC 9111) at the edge.' },
 );

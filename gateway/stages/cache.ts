@@ -11,6 +11,7 @@ import type { Forward } from '../upstream/forward.ts';
 import { ownCopy, teeBody } from '../cache/body-tee.ts';
 import { appendCacheStatus, formatCacheStatus, type CacheStatus } from '../cache/cache-status.ts';
 import type { CacheRequest, Fill, HttpCache, Outcome, StoredResponse } from '../cache/http-cache.ts';
+import { createCollapseMiss } from '../cache/collapse.ts';
 import { SAFE_METHODS, invalidationTargets } from '../cache/invalidation-targets.ts';
 import { discard, revalidateInBackground, setValidators, validatorsOf } from '../cache/revalidation.ts';
 import { storedAnswer } from '../cache/stored-answer.ts';
@@ -36,6 +37,7 @@ export function createCacheStage(cache: HttpCache, forward: Forward): Stage {
 }
 
 function serveWith(cache: HttpCache, forward: Forward): Stage {
+  const collapseMiss = createCollapseMiss(cache);
   return async function serve(ctx, next) {
     const method = ctx.req.method ?? 'GET';
     if (!SAFE_METHODS.has(method)) return unsafe(ctx, next, cache);
@@ -64,9 +66,19 @@ function serveWith(cache: HttpCache, forward: Forward): Stage {
       case 'revalidate':
         onlyIfCached(request);
         return forwardAndStore(ctx, next, cache, request, selection);
-      default:
+      default: {
         onlyIfCached(request);
-        return forwardAndStore(ctx, next, cache, request, undefined, selection.kind);
+        const miss = selection.kind;
+        // The same miss already on its way upstream: its stored answer, when it may serve this one.
+        const shared = await collapseMiss(ctx, request, () =>
+          forwardAndStore(ctx, next, cache, request, undefined, miss),
+        );
+        if (shared !== undefined) {
+          note(ctx, cache, 'hit');
+          ctx.response = storedAnswer(shared, request, { hit: true, detail: 'collapsed' });
+        }
+        return;
+      }
     }
   };
 }

@@ -19,6 +19,7 @@ describe('cache config', () => {
       heuristicFraction: 0.1,
       maxHeuristicSeconds: 86400,
       targetedFields: ['portico-cache-control', 'cdn-cache-control'],
+      collapse: { enabled: true, maxWaitMs: 5000 },
     });
   });
 

@@ -1,0 +1,115 @@
+/**
+ * Collapsed misses: while a miss for a resource is on its way upstream, other misses for the
+ * same key wait for it instead of going upstream too (20 concurrent cold GETs, one upstream
+ * request). A waiter then asks the cache again, with its own request: it is served only what
+ * the first answer stored where it may see it (its partition or the shared one, matching its
+ * Vary fields, fresh for its directives). Anything else (not storable, private to another
+ * caller, a Vary mismatch, a failure) sends it upstream itself, at once: one round of
+ * waiting at most, and never longer than `maxWaitMs`.
+ *
+ * Keys are per partition: a caller waits only for its own partition's requests (its customer
+ * and scopes, or anonymous callers together), never for another customer's. Callers with
+ * credentials but no principal are never collapsed. The key also holds the negotiated
+ * Accept-Encoding, the one Vary field known before the answer.
+ *
+ * A fetch counts as in flight until its answer is stored or known not to be: a streamed body
+ * is stored when it ends, so the flight lasts until then.
+ */
+import type { Readable } from 'node:stream';
+import { hasRequestBody } from '../edge/request-body.ts';
+import { ClientGoneError, type GatewayContext } from '../pipeline/context.ts';
+import { DEFAULT_COLLAPSE } from './collapse-config.ts';
+import type { CacheRequest, HttpCache, StoredResponse } from './http-cache.ts';
+import { SHARED_PARTITION } from './partition.ts';
+
+/**
+ * Runs `fetch` for a miss, or waits for the same miss in flight: resolves with a stored
+ * response to serve (a waiter's luck), or undefined once `fetch` has run (ctx.response set).
+ */
+export type CollapseMiss = (
+  ctx: GatewayContext,
+  request: CacheRequest,
+  fetch: () => Promise<void>,
+) => Promise<StoredResponse | undefined>;
+
+export function createCollapseMiss(cache: HttpCache): CollapseMiss {
+  const config = cache.config.collapse ?? DEFAULT_COLLAPSE;
+  const flights = new Map<string, Promise<void>>();
+
+  async function lead(key: string, ctx: GatewayContext, fetch: () => Promise<void>): Promise<undefined> {
+    let land!: () => void;
+    flights.set(key, new Promise<void>((resolve) => (land = resolve)));
+    let landed = false;
+    const done = () => {
+      if (landed) return;
+      landed = true;
+      flights.delete(key);
+      land();
+    };
+    try {
+      await fetch();
+    } catch (error) {
+      done();
+      throw error;
+    }
+    whenSettled(ctx, done);
+    return undefined;
+  }
+
+  return async function collapseMiss(ctx, request, fetch) {
+    const key = config.enabled ? collapseKey(ctx, request) : undefined;
+    if (key === undefined) return fetch().then(() => undefined);
+    const flight = flights.get(key);
+    if (flight === undefined) return lead(key, ctx, fetch);
+    const landed = await waitFor(flight, config.maxWaitMs, ctx);
+    if (landed) {
+      const selection = cache.select(request);
+      if (selection.kind === 'fresh') return selection.entry;
+    }
+    await fetch();
+    return undefined;
+  };
+}
+
+/** Undefined for requests never collapsed: not a plain GET, no-store, or no partition of their own. */
+function collapseKey(ctx: GatewayContext, request: CacheRequest): string | undefined {
+  if (request.method !== 'GET' || request.directives.has('no-store') || hasRequestBody(ctx.req))
+    return undefined;
+  const { caller } = request;
+  const partition = caller.own ?? (caller.authenticated ? undefined : SHARED_PARTITION);
+  if (partition === undefined) return undefined;
+  return `${partition}\n${request.target}\n${request.headers['accept-encoding'] ?? ''}`;
+}
+
+/** Calls `done` once the leader's answer is stored or known not to be. */
+function whenSettled(ctx: GatewayContext, done: () => void): void {
+  const response = ctx.response;
+  const body: Readable | null | undefined =
+    response === undefined || response.bufferedBody !== undefined ? null : response.body;
+  if (body === null || body === undefined || body.readableEnded || body.destroyed) {
+    done();
+    return;
+  }
+  // The cache's copy is committed as the body ends (body-tee.ts), before 'close'; the
+  // client's response closing covers a body that is never read (the client left first).
+  body.once('close', done);
+  ctx.res.once('close', done);
+}
+
+/** True when the flight landed within the bound; throws when the client left meanwhile. */
+async function waitFor(flight: Promise<void>, maxWaitMs: number, ctx: GatewayContext): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  let onGone: (() => void) | undefined;
+  const outcome = await Promise.race([
+    flight.then(() => 'landed' as const),
+    new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), maxWaitMs))),
+    new Promise<'gone'>((resolve) => {
+      onGone = () => resolve('gone');
+      ctx.signal.once('abort', onGone);
+    }),
+  ]);
+  clearTimeout(timer);
+  if (onGone !== undefined) ctx.signal.off('abort', onGone);
+  if (outcome === 'gone' || ctx.signal.gone) throw new ClientGoneError();
+  return outcome === 'landed';
+}
