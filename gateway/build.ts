@@ -29,6 +29,8 @@ import { createRateLimiter, type RateLimiter } from './rate-limit/limiter.ts';
 import { createStages, type StageOverrides } from './stages.ts';
 import { createForward } from './upstream/forward.ts';
 import { createUpstreams, type Upstreams } from './upstream/pools.ts';
+import { createRouteUpstreams, type RouteUpstreams } from './upstream/route-upstreams.ts';
+import { routeTargets } from './upstream/route-upstreams-schema.ts';
 
 export interface BuildDeps {
   log: Logger;
@@ -62,6 +64,8 @@ export interface BuiltGateway {
   limiter: RateLimiter;
   cache: HttpCache;
   upstreams: Upstreams;
+  /** Each route's targets, with their ejection and health state. */
+  routeUpstreams: RouteUpstreams;
   authenticator?: Authenticator;
   /** Present when an audit log path was given; the listener records its raw refusals here. */
   audit?: AuditLog;
@@ -82,10 +86,16 @@ export async function buildGateway(
   const { log } = deps;
   const metrics = createMetrics({ processMetrics: deps.processMetrics ?? false });
   const upstreams = createUpstreams(
-    config.routes.map((route) => route.upstream),
+    config.routes.flatMap((route) => routeTargets(route).map((target) => target.url)),
     config.proxy,
   );
   lifecycle.defer('upstream pools', () => closePools(upstreams));
+  // Deferred after the pools, so closed before them: no health check starts on a closed pool.
+  const routeUpstreams = createRouteUpstreams(config.routes, upstreams, config.proxy, {
+    log,
+    registry: metrics.registry,
+  });
+  lifecycle.defer('upstream health checks', () => routeUpstreams.close());
   const limiter = createRateLimiter(config.rateLimits, {
     redis: deps.redis,
     onStoreError: (error) =>
@@ -103,7 +113,7 @@ export async function buildGateway(
   if (audit !== undefined) lifecycle.defer('audit log', () => audit.close());
 
   const forward = createForward(config.proxy, {
-    upstreams,
+    routes: routeUpstreams,
     metrics,
     maxBodyBytes: config.listener.limits.maxBodyBytes,
     ...(deps.assertionKeys === undefined ? {} : { assertionKeys: deps.assertionKeys }),
@@ -141,11 +151,13 @@ export async function buildGateway(
     limiter,
     cache,
     upstreams,
+    routeUpstreams,
     ...(authenticator === undefined ? {} : { authenticator }),
     ...(audit === undefined ? {} : { audit }),
     readinessChecks: () =>
       readinessChecks({
         upstreams,
+        routeUpstreams,
         ...(authenticator === undefined ? {} : { authenticator }),
         ...(deps.redis === undefined ? {} : { redis: deps.redis }),
         ...(deps.readinessChecks === undefined ? {} : { extra: deps.readinessChecks }),

@@ -18,6 +18,7 @@ import { loadConfig, type GatewayConfig } from './config/load.ts';
 import { watchConfigFile } from './config/reload.ts';
 import { startGateway, type Gateway } from './start.ts';
 import { ensureDevCertificate } from './edge/tls.ts';
+import { describeTargets, routeTargets } from './upstream/route-upstreams-schema.ts';
 
 export interface RunningGateway {
   gateway: Gateway;
@@ -72,7 +73,11 @@ export async function runGateway(env: NodeJS.ProcessEnv, log: Logger): Promise<R
     });
     lifecycle.defer('gateway', () => gateway.close());
     log.info(
-      { routes: config.routes.map((route) => `${route.prefix} → ${route.upstream} (auth ${route.auth})`) },
+      {
+        routes: config.routes.map(
+          (route) => `${route.prefix} → ${describeTargets(route)} (auth ${route.auth})`,
+        ),
+      },
       'serving routes',
     );
 
@@ -114,7 +119,9 @@ export async function runGateway(env: NodeJS.ProcessEnv, log: Logger): Promise<R
  */
 async function prepareUpstreamTls(config: GatewayConfig, dataDir: string, log: Logger): Promise<void> {
   const dev = devPkiFiles(dataDir);
-  const origins = new Set(config.routes.map((route) => new URL(route.upstream).origin));
+  const origins = new Set(
+    config.routes.flatMap((route) => routeTargets(route).map((target) => new URL(target.url).origin)),
+  );
   // Only entries a route uses: a config whose routes go elsewhere needs no development CA.
   const usesDev = config.proxy.upstreamTls.some(
     (entry) =>

@@ -22,6 +22,7 @@ import { loadOrCreateDevIssuer } from '../gateway/identity/dev-issuer.ts';
 import { createLogger } from '../gateway/observability/logger.ts';
 import { runGateway } from '../gateway/run.ts';
 import { defaultUpstreamTls } from '../gateway/upstream/config-schema.ts';
+import { describeTargets } from '../gateway/upstream/route-upstreams-schema.ts';
 import { startEmbeddedDatabase } from '../resource-service/db/embedded.ts';
 import type { EmbeddedDatabase } from '../resource-service/db/embedded.ts';
 import { DEMO_CUSTOMERS, hasDemoData, seedDemoData } from '../resource-service/demo-data.ts';
@@ -161,7 +162,7 @@ async function main(): Promise<void> {
       `  API      ${url}/v1   (OpenAPI: ${url}/v1/openapi.json)`,
       ...gateway.config.routes.map(
         (route) =>
-          `  Route    ${route.prefix} → ${route.upstream}   (auth: ${route.auth}, cache: ${route.cache ? 'on' : 'off'})`,
+          `  Route    ${route.prefix} → ${describeTargets(route)}   (auth: ${route.auth}, cache: ${route.cache ? 'on' : 'off'})`,
       ),
       `  Admin    http://127.0.0.1:${gateway.gateway.addresses.admin.port}/metrics`,
       `  Data     ${dataDir}   (database: ${embedded === undefined ? 'DATABASE_URL' : 'embedded PGlite'}, limits: ${env['REDIS_URL'] ? 'Redis' : 'in memory'})`,

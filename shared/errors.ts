@@ -47,6 +47,8 @@ export const errorTable = {
   ERR_INTERNAL: { status: 500, title: 'Internal server error' },
   ERR_BAD_GATEWAY: { status: 502, title: 'Bad gateway' },
   ERR_SERVICE_UNAVAILABLE: { status: 503, title: 'Service unavailable' },
+  ERR_UPSTREAM_OVERLOADED: { status: 503, title: 'Upstream at capacity' },
+  ERR_NO_HEALTHY_UPSTREAM: { status: 503, title: 'No healthy upstream' },
   ERR_GATEWAY_TIMEOUT: { status: 504, title: 'Gateway timeout' },
 } as const satisfies Record<string, { status: number; title: string }>;
 

@@ -1,24 +1,24 @@
 /**
- * What `/readyz` checks: every upstream origin accepts a connection, the identity provider's
+ * What `/readyz` checks: each route has an upstream target to send to (upstream-readiness.ts), the identity provider's
  * keys are loaded, Redis answers, plus whatever the process adds.
  */
 import { pingRedis, type RedisClient } from '../../shared/redis.ts';
 import type { Authenticator } from '../identity/authenticate.ts';
 import type { Upstreams } from '../upstream/pools.ts';
+import type { RouteUpstreams } from '../upstream/route-upstreams.ts';
 import type { ReadinessCheck } from './server.ts';
+import { upstreamReadinessChecks } from './upstream-readiness.ts';
 
 export function readinessChecks(deps: {
   upstreams: Upstreams;
+  routeUpstreams: RouteUpstreams;
   authenticator?: Authenticator;
   redis?: RedisClient;
   extra?: readonly ReadinessCheck[];
 }): ReadinessCheck[] {
   const { upstreams, authenticator, redis } = deps;
   return [
-    ...upstreams.origins.map((origin) => ({
-      name: `upstream ${origin}`,
-      check: (timeoutMs: number) => upstreams.probe(origin, timeoutMs),
-    })),
+    ...upstreamReadinessChecks(upstreams, deps.routeUpstreams),
     ...(authenticator === undefined
       ? []
       : [

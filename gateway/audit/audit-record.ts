@@ -37,6 +37,8 @@ export interface AuditEntry {
   rateLimit?: string;
   /** Outcome of the cache stage once it exists, e.g. `hit`, `miss`, `stale`. */
   cache?: string;
+  /** Each upstream retry: the target that failed and why (an error kind, or `503`). */
+  retries?: readonly { target: string; reason: string }[];
 }
 
 export const GENESIS_PREV = '0'.repeat(64);
@@ -93,6 +95,7 @@ export function sealRecord(
     auth: { outcome: text(entry.authOutcome), reason: text(entry.authReason) },
     rateLimit: text(entry.rateLimit),
     cache: text(entry.cache),
+    retries: entry.retries?.map((retry) => ({ target: text(retry.target), reason: text(retry.reason) })),
     ...(extra.dropped === undefined ? {} : { droppedBefore: extra.dropped }),
     prev,
   };

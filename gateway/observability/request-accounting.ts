@@ -75,5 +75,6 @@ function auditEntry(
     ...(facts.auth?.reason === undefined ? {} : { authReason: facts.auth.reason }),
     ...(facts.rateLimit === undefined ? {} : { rateLimit: facts.rateLimit }),
     ...(facts.cache === undefined ? {} : { cache: facts.cache }),
+    ...(facts.retries === undefined ? {} : { retries: facts.retries }),
   };
 }

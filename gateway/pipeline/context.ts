@@ -72,6 +72,8 @@ export interface RequestFacts {
   rateLimit?: string;
   /** The cache stage's outcome, e.g. `hit`, `miss`, `stale`. */
   cache?: string;
+  /** Each retry of the proxy: the target that failed and why (an error kind, or `503`). */
+  retries?: { target: string; reason: string }[];
   /** The W3C trace id this request belongs to (trace-context stage). */
   traceId?: string;
 }

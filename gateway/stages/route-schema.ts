@@ -4,6 +4,7 @@
  * type without importing the stage that matches it.
  */
 import { Type, type Static } from '@sinclair/typebox';
+import { checkRouteUpstreams, ROUTE_UPSTREAM_PROPERTIES } from '../upstream/route-upstreams-schema.ts';
 import { CorsSchema, checkCors } from '../cors/config-schema.ts';
 import { DeprecationSchema, checkDeprecation } from './deprecation-schema.ts';
 
@@ -13,12 +14,16 @@ export const RouteSchema = Type.Object(
       pattern: '^(/[A-Za-z0-9._~-]+)+$',
       description: 'Path prefix, whole segments, no trailing slash, as `/v1`.',
     }),
-    upstream: Type.String({
-      format: 'uri',
-      description:
-        'Origin the route forwards to, as `https://127.0.0.1:8081`; paths are forwarded unchanged. ' +
-        'An https: origin gets its TLS settings from `proxy.upstreamTls`; an http: one is plain HTTP, warned about at start.',
-    }),
+    upstream: Type.Optional(
+      Type.String({
+        format: 'uri',
+        description:
+          'Origin the route forwards to, as `https://127.0.0.1:8081`; paths are forwarded unchanged. ' +
+          'An https: origin gets its TLS settings from `proxy.upstreamTls`; an http: one is plain HTTP, warned about at start. ' +
+          'Either this or `upstreams`.',
+      }),
+    ),
+    ...ROUTE_UPSTREAM_PROPERTIES,
     auth: Type.Unsafe<'required' | 'none'>({
       type: 'string',
       enum: ['required', 'none'],
@@ -74,18 +79,7 @@ export function checkRoutes(routes: readonly RouteDefinition[]): string[] {
     if (route.deprecation !== undefined)
       problems.push(...checkDeprecation(route.deprecation, `routes[${index}].deprecation`));
     if (route.cors !== undefined) problems.push(...checkCors(route.cors, `routes[${index}].cors`));
-    let url: URL;
-    try {
-      url = new URL(route.upstream);
-    } catch {
-      problems.push(`routes[${index}].upstream: must be a URL`);
-      return;
-    }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-      problems.push(`routes[${index}].upstream: must be an http: or https: URL`);
-    } else if (url.pathname !== '/' || url.search !== '' || url.hash !== '' || url.username !== '') {
-      problems.push(`routes[${index}].upstream: must be an origin only (scheme, host, port)`);
-    }
+    problems.push(...checkRouteUpstreams(route, `routes[${index}]`));
   });
   return problems;
 }

@@ -2,6 +2,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { devPkiFiles } from '../../shared/dev-pki.ts';
 import { defaultServiceOrigin } from '../stages/route-schema.ts';
+import { checkResilience, RESILIENCE_PROPERTIES } from './resilience-schema.ts';
 
 /** RFC 1123 host names, for the server name an upstream's certificate must carry. */
 const HOST_NAME =
@@ -87,7 +88,7 @@ const PROXY_PROPERTIES = {
   connectionsPerUpstream: Type.Integer({
     minimum: 1,
     default: 128,
-    description: 'Most connections the pool opens to one upstream origin.',
+    description: 'Most connections the pool opens to one upstream target (origin).',
   }),
   connectTimeoutMs: Type.Integer({
     minimum: 1,
@@ -116,8 +117,10 @@ const PROXY_PROPERTIES = {
     default: 1,
     description:
       'Retries after a connection failure, only for idempotent methods without a request body ' +
-      '(a streamed body cannot be replayed without buffering it).',
+      '(a streamed body cannot be replayed without buffering it): on another target when the route has ' +
+      'several, also after a 503 (whose Retry-After keeps that target out meanwhile); within `retryBudget`.',
   }),
+  ...RESILIENCE_PROPERTIES,
 };
 
 /** `proxy` with an empty environment's defaults (for code that only needs its type). */
@@ -129,7 +132,7 @@ export type ProxyConfig = Static<typeof ProxyConfigSchema>;
  * and named once, a certificate with its key.
  */
 export function checkProxy(proxy: ProxyConfig): string[] {
-  const problems: string[] = [];
+  const problems: string[] = checkResilience(proxy);
   const seen = new Set<string>();
   proxy.upstreamTls.forEach((entry, index) => {
     const at = `proxy.upstreamTls[${index}]`;

@@ -1,11 +1,14 @@
 /**
- * Forwards one request to its route's upstream over a pooled keep-alive connection and
+ * Forwards one request to a target of its route over a pooled keep-alive connection and
  * returns the upstream's answer, both bodies streamed, never buffered. Used by the proxy
  * stage, and by the cache stage for a revalidation in the background (a side call: the
  * client's answer has gone already).
  *
- * An answer that cannot be relayed is thrown as a 502 or 504 problem while nothing has been
- * committed to the client: nothing is returned before the first body byte (or the end).
+ * The target is the balancer's pick (balancer.ts); a failed attempt goes to the retry policy
+ * (retry-policy.ts), which may name another target. An answer that cannot be relayed is thrown
+ * as a 502 or 504 problem while nothing has been committed to the client: nothing is returned
+ * before the first body byte (or the end). A route with no target to take the request answers
+ * 503 at once (circuit-breaker.ts).
  */
 import type { Readable } from 'node:stream';
 import { HttpProblem } from '../../shared/errors.ts';
@@ -18,14 +21,18 @@ import {
   type GatewayContext,
   type GatewayResponse,
 } from '../pipeline/context.ts';
+import { pickMember } from './balancer.ts';
+import { unavailableProblem } from './circuit-breaker.ts';
 import type { ProxyConfig } from './config-schema.ts';
 import { forwardedHeaders, relayedHeaders } from './forwarded-headers.ts';
 import { relayInterim } from './interim.ts';
-import type { Upstreams } from './pools.ts';
+import { createRetryPolicy } from './retry-policy.ts';
+import type { RouteUpstreams } from './route-upstreams.ts';
 import { errorKind, upstreamProblem, UpstreamFailure } from './upstream-errors.ts';
+import type { UpstreamSet } from './upstream-set.ts';
 
 export interface ForwardDeps {
-  upstreams: Upstreams;
+  routes: RouteUpstreams;
   metrics: GatewayMetrics;
   /** Request body limit, from the listener's limits. */
   maxBodyBytes: number;
@@ -43,11 +50,17 @@ export function createForward(config: ProxyConfig, deps: ForwardDeps): Forward {
     throw new Error('proxy: assertionKeys is empty; pass at least one key or none');
   }
   const signingKey = deps.assertionKeys?.[0];
+  const policy = createRetryPolicy(config, deps.routes);
+  const unavailable = (set: UpstreamSet) => {
+    const problem = unavailableProblem(set, config.circuitBreaker.retryAfterSeconds);
+    deps.routes.metrics.unavailable(set.route, problem.code);
+    return problem;
+  };
 
   return async function forward(ctx) {
     const route = ctx.route;
     if (route === undefined) throw new Error('forwarding needs the route stage before it');
-    const pool = deps.upstreams.pool(route.upstream);
+    const set = deps.routes.of(route);
     const method = ctx.req.method ?? 'GET';
 
     const declared = ctx.req.headers['content-length'];
@@ -70,6 +83,8 @@ export function createForward(config: ProxyConfig, deps: ForwardDeps): Forward {
       );
     }
 
+    let member = pickMember(set);
+    if (member === undefined) throw unavailable(set);
     const body = hasBody ? await readLimitedBody(ctx.req, deps.maxBodyBytes) : null;
     // Whatever of the body the upstream did not take is read and dropped once the answer is
     // out, so the keep-alive that answer promised holds.
@@ -77,8 +92,13 @@ export function createForward(config: ProxyConfig, deps: ForwardDeps): Forward {
     const retries = !hasBody && IDEMPOTENT.has(method) ? config.retries : 0;
 
     for (let attempt = 0; ; attempt++) {
+      // Counted until the answer's head is in: the load the balancer and the breaker weigh.
+      const target = member.target;
+      target.outstanding++;
+      set.active++;
+      if (attempt > 0) set.retriesActive++;
       try {
-        const upstream = await pool.request({
+        const upstream = await target.pool.request({
           path: ctx.target,
           method,
           headers,
@@ -89,35 +109,50 @@ export function createForward(config: ProxyConfig, deps: ForwardDeps): Forward {
         // From here on the body may fail at any moment, also while no stage reads it: without
         // a listener its 'error' would be an uncaught exception that ends the process.
         upstream.body.on('error', ignore);
-        if (upstream.statusCode < 200 || upstream.statusCode > 599) {
+        const status = upstream.statusCode;
+        if (status < 200 || status > 599) {
           upstream.body.destroy();
-          throw new UpstreamFailure('malformed', new Error(`status ${upstream.statusCode}`));
+          throw new UpstreamFailure('malformed', new Error(`status ${status}`));
+        }
+        if (status < 500) member.consecutiveFailures = 0;
+        else {
+          const next = policy.afterServerError(ctx, set, member, status, upstream.headers, attempt < retries);
+          if (next !== undefined) {
+            upstream.body.resume();
+            member = next;
+            continue;
+          }
         }
         // A HEAD response has no body to relay; draining the empty stream frees the connection.
         if (method === 'HEAD') upstream.body.resume();
         else await firstBytes(upstream.body);
         const relayed = relayedHeaders(upstream.headers);
-        if (method === 'HEAD') return { status: upstream.statusCode, headers: relayed, body: null };
+        if (method === 'HEAD') return { status, headers: relayed, body: null };
         const whole = takeWholeBody(upstream.body, upstream.headers['content-length']);
         return whole === undefined
-          ? { status: upstream.statusCode, headers: relayed, body: upstream.body }
-          : bufferedResponse(upstream.statusCode, relayed, whole);
+          ? { status, headers: relayed, body: upstream.body }
+          : bufferedResponse(status, relayed, whole);
       } catch (caught) {
         if (caught instanceof HttpProblem) throw caught;
         const failure = body?.failure();
         if (failure !== undefined) throw failure;
         if (ctx.signal.gone) throw new ClientGoneError();
         const error = caught instanceof UpstreamFailure ? caught.cause : caught;
+        const kind = caught instanceof UpstreamFailure ? caught.kind : errorKind(error);
         const code = (error as NodeJS.ErrnoException).code ?? '';
-        if (attempt < retries && RETRIABLE_CODES.has(code)) {
-          ctx.log.warn({ err: describe(error), attempt: attempt + 1 }, 'retrying idempotent request');
+        const mayRetry = attempt < retries && RETRIABLE_CODES.has(code);
+        const next = policy.afterFailure(ctx, set, member, kind, mayRetry);
+        if (next !== undefined) {
+          member = next;
           continue;
         }
-        const kind = caught instanceof UpstreamFailure ? caught.kind : errorKind(error);
-        const origin = new URL(route.upstream).origin;
-        deps.metrics.upstreamError(origin, kind);
-        ctx.log.warn({ err: describe(error), upstream: origin, kind }, 'upstream failed');
+        deps.metrics.upstreamError(member.url, kind);
+        ctx.log.warn({ err: describe(error), upstream: member.url, kind }, 'upstream failed');
         throw upstreamProblem(kind);
+      } finally {
+        target.outstanding--;
+        set.active--;
+        if (attempt > 0) set.retriesActive--;
       }
     }
   };

@@ -1,17 +1,33 @@
 /**
- * One undici Pool per upstream origin, shared by every route that names it, so that
+ * One undici Pool per upstream target (origin), shared by every route that names it, so that
  * connections stay alive across requests and clients. An https: origin connects with the TLS
- * settings `proxy.upstreamTls` gives it (upstream-tls.ts).
+ * settings `proxy.upstreamTls` gives it (upstream-tls.ts). Health checks get a pool of their
+ * own per origin, so that a check never waits behind the traffic it judges.
  */
 import { connect } from 'node:net';
 import { Pool } from 'undici';
 import type { ProxyConfig } from './config-schema.ts';
 import { createTlsConnector } from './upstream-tls.ts';
 
+/** One upstream origin as the balancer and the circuit breaker see it. */
+export interface Target {
+  readonly origin: string;
+  readonly pool: Pool;
+  /**
+   * Requests sent to it whose response head has not come back yet, whichever route sent them:
+   * the load the balancer weighs and the circuit breaker caps.
+   */
+  outstanding: number;
+}
+
 /** The upstream pools of one gateway instance. */
 export interface Upstreams {
+  /** The target for an origin named by a route; throws for one no route named. */
+  target(origin: string): Target;
   /** The pool for an origin named by a route; throws for one no route named. */
   pool(origin: string): Pool;
+  /** A one-connection pool for health checks of the origin, made on first use. */
+  checkPool(origin: string): Pool;
   readonly origins: readonly string[];
   /** Whether a TCP connection to the origin opens within `timeoutMs`. */
   probe(origin: string, timeoutMs: number): Promise<{ ok: boolean; detail: string }>;
@@ -29,33 +45,52 @@ function tlsConnector(origin: string, config: ProxyConfig) {
 }
 
 export function createUpstreams(origins: Iterable<string>, config: ProxyConfig): Upstreams {
-  const pools = new Map<string, Pool>();
+  const targets = new Map<string, Target>();
+  const connectors = new Map<string, ReturnType<typeof tlsConnector>>();
+  const newPool = (origin: string, connections: number) => {
+    let connector = connectors.get(origin);
+    if (connector === undefined && origin.startsWith('https:')) {
+      connector = tlsConnector(origin, config);
+      connectors.set(origin, connector);
+    }
+    return new Pool(origin, {
+      connections,
+      pipelining: 1,
+      keepAliveTimeout: config.keepAliveTimeoutMs,
+      headersTimeout: config.responseTimeoutMs,
+      bodyTimeout: config.bodyTimeoutMs,
+      connectTimeout: config.connectTimeoutMs,
+      ...(connector === undefined ? {} : { connect: connector }),
+    });
+  };
   for (const upstream of origins) {
     const origin = new URL(upstream).origin;
-    if (pools.has(origin)) continue;
-    pools.set(
-      origin,
-      new Pool(origin, {
-        connections: config.connectionsPerUpstream,
-        pipelining: 1,
-        keepAliveTimeout: config.keepAliveTimeoutMs,
-        headersTimeout: config.responseTimeoutMs,
-        bodyTimeout: config.bodyTimeoutMs,
-        connectTimeout: config.connectTimeoutMs,
-        ...(origin.startsWith('https:') ? { connect: tlsConnector(origin, config) } : {}),
-      }),
-    );
+    if (!targets.has(origin))
+      targets.set(origin, { origin, pool: newPool(origin, config.connectionsPerUpstream), outstanding: 0 });
   }
-  const byUpstream = new Map<string, Pool>();
+  const checkPools = new Map<string, Pool>();
+  const byUpstream = new Map<string, Target>();
+  const target = (upstream: string) => {
+    // Routes name a handful of upstreams: each is parsed once, not on every request.
+    let found = byUpstream.get(upstream);
+    if (found === undefined) {
+      found = targets.get(new URL(upstream).origin);
+      if (found === undefined) throw new Error(`no pool for upstream ${upstream}`);
+      byUpstream.set(upstream, found);
+    }
+    return found;
+  };
+  const allPools = () => [...[...targets.values()].map((entry) => entry.pool), ...checkPools.values()];
   return {
-    origins: [...pools.keys()],
-    pool(upstream) {
-      // Routes name a handful of upstreams: each is parsed once, not on every request.
-      let pool = byUpstream.get(upstream);
+    origins: [...targets.keys()],
+    target,
+    pool: (upstream) => target(upstream).pool,
+    checkPool(upstream) {
+      const { origin } = target(upstream);
+      let pool = checkPools.get(origin);
       if (pool === undefined) {
-        pool = pools.get(new URL(upstream).origin);
-        if (pool === undefined) throw new Error(`no pool for upstream ${upstream}`);
-        byUpstream.set(upstream, pool);
+        pool = newPool(origin, 1);
+        checkPools.set(origin, pool);
       }
       return pool;
     },
@@ -76,10 +111,10 @@ export function createUpstreams(origins: Iterable<string>, config: ProxyConfig):
       });
     },
     async close() {
-      await Promise.all([...pools.values()].map((pool) => pool.close()));
+      await Promise.all(allPools().map((pool) => pool.close()));
     },
     async destroy() {
-      await Promise.all([...pools.values()].map((pool) => pool.destroy()));
+      await Promise.all(allPools().map((pool) => pool.destroy()));
     },
   };
 }

@@ -1,0 +1,82 @@
+/**
+ * What follows a failed attempt: the target is told to outlier ejection, and an idempotent
+ * request without a body is given the target to try next, if the retry budget allows one.
+ * After a connection failure that is another target, or the same one when no other can take
+ * it (a stale keep-alive connection is the usual cause); after a 503, only another target,
+ * and a Retry-After in it keeps the target that sent it out meanwhile. Each retry is counted,
+ * logged and noted for the audit record.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { GatewayContext } from '../pipeline/context.ts';
+import { available, pickMember } from './balancer.ts';
+import type { ProxyConfig } from './config-schema.ts';
+import type { RouteUpstreams } from './route-upstreams.ts';
+import { withinRetryBudget } from './retry-budget.ts';
+import type { Member, UpstreamSet } from './upstream-set.ts';
+
+export interface RetryPolicy {
+  /** After a failure to get an answer; the member to retry on, or undefined to give up. */
+  afterFailure(
+    ctx: GatewayContext,
+    set: UpstreamSet,
+    failed: Member,
+    reason: string,
+    mayRetry: boolean,
+  ): Member | undefined;
+  /** After a 5xx answer; the member to retry on (503 only), or undefined to relay the answer. */
+  afterServerError(
+    ctx: GatewayContext,
+    set: UpstreamSet,
+    failed: Member,
+    status: number,
+    headers: IncomingHttpHeaders,
+    mayRetry: boolean,
+  ): Member | undefined;
+}
+
+export function createRetryPolicy(config: ProxyConfig, routes: RouteUpstreams): RetryPolicy {
+  const { outlier, metrics } = routes;
+
+  const retryOn = (
+    ctx: GatewayContext,
+    set: UpstreamSet,
+    failed: Member,
+    reason: string,
+    next: Member | undefined,
+  ) => {
+    if (next === undefined) return undefined;
+    if (!withinRetryBudget(set, config.retryBudget)) {
+      metrics.retryBudgetExhausted(set.route);
+      ctx.log.warn({ upstream: failed.url, reason }, 'retry budget exhausted: not retrying');
+      return undefined;
+    }
+    metrics.retried(set.route, reason);
+    (ctx.facts.retries ??= []).push({ target: failed.url, reason });
+    ctx.log.warn({ upstream: failed.url, reason, next: next.url }, 'retrying idempotent request');
+    return next;
+  };
+
+  return {
+    afterFailure(ctx, set, failed, reason, mayRetry) {
+      outlier.failed(set, failed);
+      if (!mayRetry) return undefined;
+      const next = pickMember(set, failed) ?? (available(set, failed) ? failed : undefined);
+      return retryOn(ctx, set, failed, reason, next);
+    },
+    afterServerError(ctx, set, failed, status, headers, mayRetry) {
+      const holdMs = status === 503 ? retryAfterMs(headers['retry-after']) : undefined;
+      if (holdMs === undefined) outlier.failed(set, failed);
+      else outlier.holdBack(set, failed, holdMs);
+      if (!mayRetry || status !== 503 || set.single !== undefined) return undefined;
+      return retryOn(ctx, set, failed, '503', pickMember(set, failed));
+    },
+  };
+}
+
+/** Retry-After (RFC 9110 section 10.2.3) in milliseconds from now: seconds, or an HTTP date. */
+export function retryAfterMs(value: string | string[] | undefined): number | undefined {
+  if (typeof value !== 'string') return undefined;
+  if (/^\d+$/.test(value)) return Number(value) * 1000;
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
+}
