@@ -18,7 +18,7 @@ import { devPkiFiles, ensureDevPki } from '../shared/dev-pki.ts';
 import { TLS_CLIENT_OPTIONS } from '../shared/tls-policy.ts';
 import { Lifecycle } from '../shared/lifecycle.ts';
 import { ConfigError } from '../gateway/config/load.ts';
-import { loadOrCreateDevIssuer } from '../gateway/identity/dev-issuer.ts';
+import { DEV_ISSUER, loadOrCreateDevIssuer } from '../gateway/identity/dev-issuer.ts';
 import { createLogger } from '../gateway/observability/logger.ts';
 import { runGateway } from '../gateway/run.ts';
 import { defaultUpstreamTls } from '../gateway/upstream/config-schema.ts';
@@ -37,6 +37,7 @@ const level = env['LOG_LEVEL'] ?? 'info';
 const gatewayLog = createLogger({ level });
 const serviceLog = pino({ name: 'resource-service', level });
 const TOKEN_TTL_SECONDS = 3600;
+const DEFAULT_DATA_DIR = '.portico';
 
 /** Both servers run in this process: an escaped error drains both, then exits 1. */
 const crashGuard = installCrashGuard(gatewayLog, { deadlineMs: 120_000 });
@@ -130,29 +131,24 @@ async function main(): Promise<void> {
     await shutdown();
     process.exit(0);
   };
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(signal, () => {
-      stop(signal).catch((err: unknown) => {
-        gatewayLog.error({ err }, 'unclean stop');
-        process.exit(1);
-      });
+  const stopFor = (reason: string) => {
+    stop(reason).catch((err: unknown) => {
+      gatewayLog.error({ err }, 'unclean stop');
+      process.exit(1);
     });
-  }
+  };
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => stopFor(signal));
+  if (env['npm_lifecycle_event'] !== undefined) stopWhenOrphaned(() => stopFor('parent exited'));
   // Both ends of the internal hop reload their certificates (and the gateway its policies).
   process.on('SIGHUP', () => {
     service.reload();
     gateway.reload();
   });
 
-  const token = await loadOrCreateDevIssuer(dataDir).sign(
-    {
-      sub: 'demo-alice-user',
-      customer_id: 'demo-alice',
-      scope: 'orders:read orders:write payments:write invoices:read',
-      client_id: 'portico-start',
-    },
-    TOKEN_TTL_SECONDS,
-  );
+  const { jwt } = gateway.config.auth;
+  const devIssuer = jwt.jwksUrl === undefined && jwt.jwksFile === undefined;
+  // A development token is refused once another issuer is trusted: printing one would mislead.
+  const token = devIssuer ? await demoToken() : undefined;
   const url = `https://localhost:${gateway.gateway.addresses.https.port}`;
   const cacert = gateway.devCertificate === undefined ? '' : `--cacert ${gateway.devCertificate} `;
   process.stdout.write(
@@ -166,15 +162,56 @@ async function main(): Promise<void> {
       ),
       `  Admin    http://127.0.0.1:${gateway.gateway.addresses.admin.port}/metrics`,
       `  Data     ${dataDir}   (database: ${embedded === undefined ? 'DATABASE_URL' : 'embedded PGlite'}, limits: ${env['REDIS_URL'] ? 'Redis' : 'in memory'})`,
+      `  Issuer   ${devIssuer ? `${DEV_ISSUER}, the development issuer of the data dir` : `${jwt.issuer} (keys ${jwt.jwksUrl ?? jwt.jwksFile}, audience ${[jwt.audience].flat().join(' ')}, customer claim ${jwt.customerClaim})`}`,
       '',
-      `A token for the demo customer demo-alice, valid ${TOKEN_TTL_SECONDS / 60} minutes (more: npm run -s token -- --customer demo-bob):`,
-      `export TOKEN=${token}`,
+      ...(token === undefined
+        ? [
+            `Tokens come from ${jwt.issuer}: put an access token it issued in TOKEN (README: "Your own identity provider").`,
+          ]
+        : [
+            `A token for the demo customer demo-alice, valid ${TOKEN_TTL_SECONDS / 60} minutes (more: ${tokenCommand()} -- --customer demo-bob):`,
+            `export TOKEN=${token}`,
+          ]),
       '',
       'Try:',
       `curl ${cacert}-H "Authorization: Bearer $TOKEN" ${url}/v1/orders`,
       '',
     ].join('\n'),
   );
+}
+
+function demoToken(): Promise<string> {
+  return loadOrCreateDevIssuer(dataDir).sign(
+    {
+      sub: 'demo-alice-user',
+      customer_id: 'demo-alice',
+      scope: 'orders:read orders:write payments:write invoices:read',
+      client_id: 'portico-start',
+    },
+    TOKEN_TTL_SECONDS,
+  );
+}
+
+/** The token command for this data dir: the `token` script reads the same variable. */
+function tokenCommand(): string {
+  if (dataDir === DEFAULT_DATA_DIR) return 'npm run -s token';
+  const quoted = /^[\w./:@-]+$/.test(dataDir) ? dataDir : `'${dataDir.replaceAll("'", "'\\''")}'`;
+  return `PORTICO_DATA_DIR=${quoted} npm run -s token`;
+}
+
+/**
+ * Under npm, a SIGTERM to npm reaches the shell that runs this script, which dies without
+ * passing it on: this process would run on as an orphan holding the ports and the data dir.
+ * Its parent going away is the signal then, checked twice a second.
+ */
+function stopWhenOrphaned(stop: () => void): void {
+  const parent = process.ppid;
+  const timer = setInterval(() => {
+    if (process.ppid === parent) return;
+    clearInterval(timer);
+    stop();
+  }, 500);
+  timer.unref();
 }
 
 main().catch((error: unknown) => {

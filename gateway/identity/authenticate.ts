@@ -114,6 +114,12 @@ export function createAuthenticator(config: AuthConfig, deps: AuthenticatorDeps)
     issuer = dev.issuer;
     audience = dev.audience;
   }
+  if (jwt.jwksUrl !== undefined || jwt.jwksFile !== undefined) {
+    deps.logger.info(
+      { issuer, audience, keys: jwt.jwksUrl ?? jwt.jwksFile, customerClaim: jwt.customerClaim },
+      'trusting access tokens of the configured issuer',
+    );
+  }
 
   const verifier = createJwtVerifier({
     issuer,

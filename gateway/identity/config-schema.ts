@@ -73,7 +73,8 @@ export const JwtConfigSchema = Type.Object(
     customerClaim: Type.String({
       minLength: 1,
       default: 'customer_id',
-      description: 'Token claim holding the customer id; a token without it is refused.',
+      description:
+        'Token claim holding the customer id, by name (`customer_id`, or a URL such as `https://example.com/customer`) or by dotted path into a nested object (`ext.customer_id`); the whole name is tried first. A token without it is refused. Scopes are read from `scope` (space-separated) or else `scp` (an array).',
     }),
     staleKeysMaxAgeSeconds: Type.Integer({
       minimum: 0,

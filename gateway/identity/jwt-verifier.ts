@@ -8,6 +8,7 @@ import { hash as digest } from 'node:crypto';
 import { decodeProtectedHeader, jwtVerify, type JWTPayload, type ProtectedHeaderParameters } from 'jose';
 import { LRUCache } from 'lru-cache';
 import { isValidCustomerId, type Principal } from '../../shared/principal.ts';
+import { claimReader, readScopes } from './claim-path.ts';
 import type { KeySource } from './key-source.ts';
 
 export interface JwtVerifierOptions {
@@ -45,6 +46,7 @@ const invalid = (reason: string): JwtResult => ({ ok: false, kind: 'invalid', re
 export function createJwtVerifier(options: JwtVerifierOptions) {
   const { keys, now, clockSkewSeconds } = options;
   const allowed = new Set(options.algorithms);
+  const customerOf = claimReader(options.customerClaim);
   const cache =
     options.cacheMaxEntries > 0
       ? new LRUCache<string, CachedToken>({ max: options.cacheMaxEntries })
@@ -125,15 +127,15 @@ export function createJwtVerifier(options: JwtVerifierOptions) {
       return invalid('token issued in the future');
     }
     if (typeof payload.sub !== 'string' || payload.sub === '') return invalid('malformed sub claim');
-    const customerId = payload[options.customerClaim];
+    const customerId = customerOf(payload);
     if (!isValidCustomerId(customerId)) return invalid(`token lacks a valid ${options.customerClaim} claim`);
-    const scope = payload['scope'];
-    if (scope !== undefined && typeof scope !== 'string') return invalid('malformed scope claim');
+    const scopes = readScopes(payload);
+    if (scopes === undefined) return invalid('malformed scope claim');
 
     const principal: Principal = Object.freeze({
       subject: payload.sub,
       customerId,
-      scopes: Object.freeze(scope === undefined ? [] : scope.split(' ').filter((s) => s !== '')),
+      scopes: Object.freeze(scopes),
       authMethod: 'jwt' as const,
     });
     if (cache !== undefined && typeof payload.exp === 'number') {
