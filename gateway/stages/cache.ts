@@ -175,15 +175,7 @@ async function forwardAndStore(
       });
       return;
     }
-    // 4.3.5: a HEAD response updates the stored GET response, or drops it when they disagree.
-    if (request.method === 'HEAD' && response.status === 200)
-      cache.updateFromHead(revalidation.entry, request, fill, {
-        status: 200,
-        headers: response.headers,
-        semantics: cache.semantics(response.headers),
-      });
-    // A full response replaces what was stored, whether or not it may be stored itself.
-    else if (response.status < 500) cache.remove(revalidation.entry);
+    supersede(cache, request, revalidation.entry, fill, response);
   }
   note(ctx, cache, 'miss');
   const semantics = cache.semantics(response.headers);
@@ -217,6 +209,26 @@ async function forwardAndStore(
     );
   }
   appendCacheStatus(response.headers, { ...status, stored: true });
+}
+
+/**
+ * A full response to a revalidation: a HEAD 200 updates the stored GET response, or drops it
+ * when they disagree (4.3.5); any other replaces it, whether or not it may be stored itself.
+ */
+function supersede(
+  cache: HttpCache,
+  request: CacheRequest,
+  entry: StoredResponse,
+  fill: Fill,
+  response: GatewayResponse,
+): void {
+  if (request.method === 'HEAD' && response.status === 200)
+    cache.updateFromHead(entry, request, fill, {
+      status: 200,
+      headers: response.headers,
+      semantics: cache.semantics(response.headers),
+    });
+  else if (response.status < 500) cache.remove(entry);
 }
 
 /**
