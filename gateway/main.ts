@@ -1,12 +1,15 @@
 /**
  * Process entry of the gateway (`npm run gateway`): SIGTERM/SIGINT drain and exit 0; SIGHUP
  * reloads the certificate and the rate-limit policies (which also reload when the config
- * file changes).
+ * file changes). With GATEWAY_WORKERS above 1 this process is the primary of that many
+ * gateway processes (workers.ts), each of which runs this same entry.
  */
+import cluster from 'node:cluster';
 import { installCrashGuard } from '../shared/crash-guard.ts';
 import { ConfigError } from './config/load.ts';
 import { createLogger } from './observability/logger.ts';
 import { runGateway } from './run.ts';
+import { reportListening, runPrimary, workerCount } from './workers.ts';
 
 const log = createLogger({ level: process.env['LOG_LEVEL'] ?? 'info' });
 // The drain is bounded by listener.shutdownTimeoutMs; this bound only catches a drain that hangs.
@@ -18,10 +21,19 @@ let onHangup = () => log.info('SIGHUP during start-up: nothing to reload yet');
 process.on('SIGHUP', () => onHangup());
 
 async function main(): Promise<void> {
+  const workers = workerCount(process.env);
+  if (workers > 1 && cluster.isPrimary) {
+    const primary = runPrimary(workers, process.env, log);
+    onHangup = () => primary.reload();
+    return;
+  }
   const running = await runGateway(process.env, log);
   onHangup = () => running.reload();
   crashGuard.drainWith(() => running.stop());
+  let stopping = false;
   const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
     log.info({ signal }, 'shutting down');
     running.stop().then(
       () => process.exit(0),
@@ -33,6 +45,9 @@ async function main(): Promise<void> {
   };
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));
+  // A worker whose primary is gone (killed) drains too: nobody would stop or replace it.
+  if (cluster.isWorker) process.once('disconnect', () => stop('primary gone'));
+  reportListening();
 }
 
 main().catch((error: unknown) => {
@@ -44,4 +59,6 @@ main().catch((error: unknown) => {
     log.fatal({ err: error }, 'gateway failed to start');
   }
   process.exitCode = 1;
+  // A worker's channel to the primary would keep it alive: closing it lets the process end.
+  if (cluster.isWorker) process.disconnect();
 });

@@ -17,6 +17,7 @@ import {
 import { loadConfig, type GatewayConfig } from './config/load.ts';
 import { watchConfigFile } from './config/reload.ts';
 import { startGateway, type Gateway } from './start.ts';
+import { createWorkerMetrics, isWorker } from './workers.ts';
 import { ensureDevCertificate } from './edge/tls.ts';
 import { describeTargets, routeTargets } from './upstream/route-upstreams-schema.ts';
 
@@ -57,6 +58,7 @@ export async function runGateway(env: NodeJS.ProcessEnv, log: Logger): Promise<R
     const redis = await connectRedis(env, config, log);
     if (redis !== undefined) lifecycle.defer('redis', async () => void (await redis.quit()));
     const devCertificate = hasCertificate ? undefined : await ensureDevCertificate(dataDir);
+    const workerMetrics = isWorker() ? createWorkerMetrics() : undefined;
     const gateway = await startGateway(config, {
       log,
       port: port(env, 'GATEWAY_PORT', 8443),
@@ -70,7 +72,9 @@ export async function runGateway(env: NodeJS.ProcessEnv, log: Logger): Promise<R
       ...(redis === undefined ? {} : { redis }),
       assertionKeys: loadAssertionKeys(env, dataDir),
       ...(devCertificate === undefined ? {} : { certificateFiles: devCertificate }),
+      ...(workerMetrics === undefined ? {} : { metricsText: workerMetrics.text }),
     });
+    workerMetrics?.share(gateway.metrics.registry);
     lifecycle.defer('gateway', () => gateway.close());
     log.info(
       {

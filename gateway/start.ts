@@ -37,6 +37,8 @@ export interface GatewayDeps extends BuildDeps {
   adminToken?: string;
   /** Certificate files when the config names none (the data dir's development certificate). */
   certificateFiles?: { certFile: string; keyFile: string };
+  /** What the admin `/metrics` answers instead of this process's own (GATEWAY_WORKERS: all workers). */
+  metricsText?: () => Promise<string>;
 }
 
 /** A running gateway. */
@@ -82,6 +84,7 @@ export async function startGateway(
     const adminGuard = createAdminGuard(adminToken, adminHost);
     const admin = createAdminServer(config.admin, {
       metrics: built.metrics,
+      ...(deps.metricsText === undefined ? {} : { metricsText: deps.metricsText }),
       purge: (req, res) => handlePurge(built.cache, req, res, adminGuard),
       log,
       draining: () => draining,

@@ -36,6 +36,8 @@ export interface ReadinessCheck {
 
 export interface AdminDeps {
   metrics: GatewayMetrics;
+  /** What `/metrics` answers instead of this process's registry (the sum of all workers). */
+  metricsText?: () => Promise<string>;
   /**
    * Answers the cache purge endpoint (POST /cache/purge?prefix=...) when it returns true; it
    * checks the admin token, Host, Origin and content type itself (admin/purge-guard.ts).
@@ -70,7 +72,7 @@ export function createAdminServer(config: AdminConfig, deps: AdminDeps): Server 
         );
         return;
       case '/metrics':
-        void deps.metrics.registry.metrics().then(
+        void (deps.metricsText?.() ?? deps.metrics.registry.metrics()).then(
           (text) => send(200, text, deps.metrics.registry.contentType),
           (error: unknown) => {
             deps.log.error({ err: error }, 'metrics collection failed');

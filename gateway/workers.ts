@@ -1,0 +1,162 @@
+/**
+ * Every core of one machine (`GATEWAY_WORKERS=N|auto`): N gateway processes sharing the
+ * listeners through node:cluster, each with its own pools, caches and Redis connections.
+ *
+ * The primary only supervises: it starts the first worker alone (so that one process creates
+ * what the data dir lacks: certificate, keys), then the others; replaces a worker that dies;
+ * forwards SIGHUP; on SIGTERM lets every worker drain and exits when all have. A worker that
+ * dies before it listens is a start that cannot work (a bad config): the primary stops all
+ * rather than restart it forever. `/metrics`, answered by whichever worker the admin
+ * connection reaches, is the sum of all workers, collected by the primary (prom-client's
+ * AggregatorRegistry).
+ */
+import cluster, { type Worker } from 'node:cluster';
+import { availableParallelism } from 'node:os';
+import type { Logger } from 'pino';
+import { AggregatorRegistry, type Registry } from 'prom-client';
+
+const READY = 'portico:worker-ready';
+const METRICS_REQUEST = 'portico:metrics-request';
+const METRICS_REPLY = 'portico:metrics-reply';
+/** A worker that waits longer than this for the sum of all workers answers with an error. */
+const METRICS_TIMEOUT_MS = 5000;
+
+type Message =
+  | { type: typeof READY }
+  | { type: typeof METRICS_REQUEST; id: number }
+  | { type: typeof METRICS_REPLY; id: number; text?: string; error?: string };
+
+/** GATEWAY_WORKERS: unset or empty is 1, `auto` one per core; anything else must be a count. */
+export function workerCount(env: NodeJS.ProcessEnv): number {
+  const value = env['GATEWAY_WORKERS'];
+  if (value === undefined || value === '') return 1;
+  if (value === 'auto') return availableParallelism();
+  const count = Number(value);
+  if (!/^\d+$/.test(value) || count < 1 || count > 1024)
+    throw new Error(`GATEWAY_WORKERS must be a count (1-1024) or "auto", got ${JSON.stringify(value)}`);
+  return count;
+}
+
+/** True in a process the primary started: it reports to the primary. */
+export const isWorker = (): boolean => cluster.isWorker;
+
+/** In a worker, once it listens: the primary starts the next ones. */
+export function reportListening(): void {
+  if (cluster.isWorker) process.send?.({ type: READY } satisfies Message);
+}
+
+/** A worker's side of `/metrics`: its registry offered to the primary, and the sum asked of it. */
+export interface WorkerMetrics {
+  /** What `/metrics` answers: the sum over every worker, collected by the primary. */
+  text: () => Promise<string>;
+  /** Offers this worker's registry to the primary's collection. */
+  share(registry: Registry): void;
+}
+
+export function createWorkerMetrics(): WorkerMetrics {
+  const waiting = new Map<number, { resolve(text: string): void; reject(error: Error): void }>();
+  let next = 0;
+  process.on('message', (message: Message) => {
+    if (message.type !== METRICS_REPLY) return;
+    const waiter = waiting.get(message.id);
+    waiting.delete(message.id);
+    if (message.text !== undefined) waiter?.resolve(message.text);
+    else waiter?.reject(new Error(message.error ?? 'no metrics'));
+  });
+  return {
+    share(registry) {
+      // Constructing one registers prom-client's worker side of the collection.
+      new AggregatorRegistry();
+      AggregatorRegistry.setRegistries([registry]);
+    },
+    text: () =>
+      new Promise((resolve, reject) => {
+        const id = next++;
+        const timer = setTimeout(() => {
+          waiting.delete(id);
+          reject(new Error("the primary did not answer with the workers' metrics"));
+        }, METRICS_TIMEOUT_MS);
+        waiting.set(id, {
+          resolve: (text) => (clearTimeout(timer), resolve(text)),
+          reject: (error) => (clearTimeout(timer), reject(error)),
+        });
+        process.send?.({ type: METRICS_REQUEST, id } satisfies Message);
+      }),
+  };
+}
+
+/** The primary: starts `count` workers (this same entry script) and supervises them. */
+export function runPrimary(count: number, env: NodeJS.ProcessEnv, log: Logger): { reload(): void } {
+  const aggregator = new AggregatorRegistry();
+  const ready = new Set<number>();
+  let allForked = false;
+  let stopping = false;
+  let exitCode = 0;
+
+  if (!hasRedis(env))
+    log.warn(
+      { workers: count },
+      `GATEWAY_WORKERS=${count} without Redis: rate limits, API-key revocations and cache invalidations are per worker — each of the ${count} workers admits a client up to the full limit`,
+    );
+
+  const fork = (): Worker => {
+    const worker = cluster.fork();
+    worker.on('message', (message: Message) => {
+      if (message.type === READY) onReady(worker);
+      if (message.type === METRICS_REQUEST) answerMetrics(worker, message.id);
+    });
+    return worker;
+  };
+  const onReady = (worker: Worker) => {
+    ready.add(worker.id);
+    if (!allForked) {
+      allForked = true;
+      for (let i = 1; i < count; i++) fork();
+    }
+    if (ready.size === count) log.info({ workers: count }, 'gateway workers listening');
+  };
+  const answerMetrics = (worker: Worker, id: number) =>
+    void aggregator.clusterMetrics().then(
+      (text) => worker.send({ type: METRICS_REPLY, id, text } satisfies Message),
+      (error: Error) => worker.send({ type: METRICS_REPLY, id, error: error.message } satisfies Message),
+    );
+  const stopAll = (signal: NodeJS.Signals) => {
+    stopping = true;
+    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill(signal);
+    if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(exitCode);
+  };
+
+  cluster.on('exit', (worker, code, signal) => {
+    const started = ready.delete(worker.id);
+    if (stopping) {
+      if (code !== 0) exitCode = 1;
+      if (Object.keys(cluster.workers ?? {}).length === 0) {
+        log.info({ exitCode }, 'gateway workers stopped');
+        process.exit(exitCode);
+      }
+    } else if (!started) {
+      log.fatal({ pid: worker.process.pid, code, signal }, 'a gateway worker failed to start; stopping');
+      exitCode = 1;
+      stopAll('SIGTERM');
+    } else {
+      log.error({ pid: worker.process.pid, code, signal }, 'gateway worker died; starting a replacement');
+      fork();
+    }
+  });
+  for (const signal of ['SIGTERM', 'SIGINT'] as const)
+    process.once(signal, () => {
+      log.info({ signal, workers: Object.keys(cluster.workers ?? {}).length }, 'shutting down the workers');
+      stopAll('SIGTERM');
+    });
+  log.info({ workers: count }, 'starting gateway workers');
+  fork();
+  return {
+    reload() {
+      for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGHUP');
+    },
+  };
+}
+
+function hasRedis(env: NodeJS.ProcessEnv): boolean {
+  return ['REDIS_URL', 'REDIS_CLUSTER_NODES', 'REDIS_SENTINELS'].some((name) => (env[name] ?? '') !== '');
+}
