@@ -6,7 +6,7 @@
  * compression and each encoding is a variant of its own.
  *
  * Left as they are: responses already encoded, without a body or partial (HEAD, 204, 206,
- * 304), marked `no-transform` (RFC 9111 section 5.2.2.6), of other types, or smaller. Strong
+ * 304), marked `no-transform` by either side (RFC 9111 5.2.1.6, 5.2.2.6), of other types, or smaller. Strong
  * entity tags get a suffix per encoding, taken off again on the way upstream (entity-tag.ts).
  *
  * Cost: a response below the threshold, the usual JSON answer, is looked at and left, with
@@ -40,8 +40,7 @@ export function createCompressStage(config: CompressionConfig): Stage | undefine
     if (encoding !== undefined && encoding !== 'identity') return false;
     const type = headers['content-type'];
     if (typeof type !== 'string' || !compressible(type)) return false;
-    const cacheControl = headers['cache-control'];
-    return cacheControl === undefined || !/no-transform/i.test(String(cacheControl));
+    return !noTransform(headers['cache-control']) && !noTransform(ctx.req.headers['cache-control']);
   };
   return async function compress(ctx, next) {
     const restored = restoreConditionalTags(ctx.upstreamHeaders);
@@ -55,6 +54,11 @@ export function createCompressStage(config: CompressionConfig): Stage | undefine
     const coding = preferredEncoding(ctx.req.headers['accept-encoding']);
     if (coding !== 'identity') ctx.response = encoded(response, coding, encoder);
   };
+}
+
+/** RFC 9111 section 5.2.1.6 and 5.2.2.6: no-transform, from either side, forbids compressing. */
+function noTransform(cacheControl: string | string[] | undefined): boolean {
+  return cacheControl !== undefined && /no-transform/i.test(String(cacheControl));
 }
 
 /** The body's length when known: in memory, or declared. */

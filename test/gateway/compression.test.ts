@@ -186,6 +186,9 @@ describe('compressed responses', () => {
     const noTransform = await get('/v1/no-transform', ask);
     expect(noTransform.headers['content-encoding']).toBeUndefined();
     expect(noTransform.raw.toString()).toBe(BIG);
+    const asked = await get('/v1/big?no-transform', { ...ask, 'cache-control': 'no-transform' });
+    expect(asked.headers['content-encoding']).toBeUndefined();
+    expect(asked.raw.toString()).toBe(BIG);
     const encoded = await get('/v1/encoded', { 'accept-encoding': 'gzip, br' });
     expect(encoded.headers['content-encoding']).toBe('gzip');
     expect(decoded(encoded)).toBe(BIG);
