@@ -70,6 +70,8 @@ export interface BuiltGateway {
   /** Present when an audit log path was given; the listener records its raw refusals here. */
   audit?: AuditLog;
   readinessChecks(): ReadinessCheck[];
+  /** The pipeline's stages, in the order requests pass them (the dashboard shows them). */
+  stageNames: readonly string[];
   /** Closes every component, last built first. */
   close(): Promise<void>;
 }
@@ -154,6 +156,7 @@ export async function buildGateway(
     routeUpstreams,
     ...(authenticator === undefined ? {} : { authenticator }),
     ...(audit === undefined ? {} : { audit }),
+    stageNames: stages.map((named) => named.name),
     readinessChecks: () =>
       readinessChecks({
         upstreams,

@@ -11,7 +11,10 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { createHttpDrain } from '../shared/http-drain.ts';
 import { Lifecycle } from '../shared/lifecycle.ts';
+import { createDashboard } from './admin/dashboard.ts';
+import { loadDashboardAssets } from './admin/dashboard-assets.ts';
 import { createAdminGuard, loadAdminToken } from './admin/purge-guard.ts';
+import { upstreamHealth } from './admin/upstream-health.ts';
 import { createAdminServer } from './admin/server.ts';
 import type { AuditEntry } from './audit/audit-record.ts';
 import { buildGateway, type BuildDeps, type BuildOptions } from './build.ts';
@@ -89,6 +92,17 @@ export async function startGateway(
       log,
       draining: () => draining,
       checks: () => built.readinessChecks(),
+      dashboard: {
+        assets: loadDashboardAssets(),
+        data: createDashboard({
+          routes: config.routes,
+          stageNames: built.stageNames,
+          metrics: built.metrics,
+          limiter: built.limiter,
+          cache: built.cache,
+          upstreamHealth: upstreamHealth(built.upstreams),
+        }),
+      },
     });
     const adminAddress = await listen(admin, deps.adminPort, adminHost);
     lifecycle.defer('admin listener', () => closeServer(admin));

@@ -1,14 +1,19 @@
 /**
- * The admin listener, on 127.0.0.1 only: liveness, readiness and Prometheus metrics, open to
- * read; the cache purge, which changes the gateway, needs the admin token (purge-guard.ts).
- * It stays open during a drain so that orchestrators see `/readyz` turn 503.
+ * The admin listener, on 127.0.0.1 only: liveness, readiness, Prometheus metrics and the
+ * operators' dashboard (`/`, refreshed from `/dashboard.json`), open to read; the cache purge,
+ * which changes the gateway, needs the admin token (purge-guard.ts). It stays open during a
+ * drain so that orchestrators see `/readyz` turn 503. Every error it answers is
+ * application/problem+json, like the rest of the product.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:http';
 import { Type, type Static } from '@sinclair/typebox';
 import type { Logger } from 'pino';
+import { HttpProblem, sendProblem } from '../../shared/errors.ts';
 import { NOSNIFF } from '../edge/raw-refusal.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
+import { sendAsset, type DashboardAssets } from './dashboard-assets.ts';
+import type { Dashboard } from './dashboard.ts';
 
 export const AdminConfigSchema = Type.Object(
   {
@@ -46,46 +51,79 @@ export interface AdminDeps {
   checks: () => readonly ReadinessCheck[];
   draining: () => boolean;
   log: Logger;
+  /** The operators' dashboard: its page and assets, and the snapshot it polls. */
+  dashboard?: { assets: DashboardAssets; data: Dashboard };
 }
 
+type Send = (status: number, body: unknown, type?: string) => void;
+type Answer = (send: Send, req: IncomingMessage, res: ServerResponse) => void;
+
 export function createAdminServer(config: AdminConfig, deps: AdminDeps): Server {
+  const answers = endpoints(config, deps);
   const server = createServer((req, res) => {
-    const path = (req.url ?? '/').split('?', 1)[0];
+    const path = (req.url ?? '/').split('?', 1)[0] ?? '/';
     res.setHeader(NOSNIFF.name, NOSNIFF.value);
-    const send = (status: number, body: unknown, type = 'application/json') => {
+    const send: Send = (status, body, type = 'application/json') => {
       res.writeHead(status, { 'Content-Type': type, 'Cache-Control': 'no-store' });
       res.end(typeof body === 'string' ? body : JSON.stringify(body));
     };
     if (deps.purge?.(req, res) === true) return;
-    if (req.method !== 'GET' && req.method !== 'HEAD') {
-      res.setHeader('Allow', 'GET, HEAD');
-      send(405, { status: 'method not allowed' });
+    const asset = deps.dashboard?.assets.get(path);
+    const answer = answers[path];
+    if (asset === undefined && answer === undefined) {
+      sendProblem(res, new HttpProblem('ERR_ROUTE_NOT_FOUND', `Nothing is served at ${path}`), path);
       return;
     }
-    switch (path) {
-      case '/healthz':
-        send(200, { status: 'ok' });
-        return;
-      case '/readyz':
-        void readiness(config, deps).then(({ ready, checks }) =>
-          send(ready ? 200 : 503, { status: ready ? 'ready' : 'not ready', checks }),
-        );
-        return;
-      case '/metrics':
-        void (deps.metricsText?.() ?? deps.metrics.registry.metrics()).then(
-          (text) => send(200, text, deps.metrics.registry.contentType),
-          (error: unknown) => {
-            deps.log.error({ err: error }, 'metrics collection failed');
-            send(500, { status: 'metrics collection failed' });
-          },
-        );
-        return;
-      default:
-        send(404, { status: 'not found' });
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      const allow = { headers: { Allow: 'GET, HEAD' } };
+      sendProblem(
+        res,
+        new HttpProblem('ERR_METHOD_NOT_ALLOWED', `${req.method} is not allowed on ${path}`, allow),
+        path,
+      );
+      return;
     }
+    if (asset !== undefined) sendAsset(req, res, asset);
+    else answer?.(send, req, res);
   });
   server.on('clientError', (_error, socket) => socket.destroy());
   return server;
+}
+
+function endpoints(config: AdminConfig, deps: AdminDeps): Partial<Record<string, Answer>> {
+  const failed = (res: ServerResponse, what: string) => (error: unknown) => {
+    deps.log.error({ err: error }, `${what} failed`);
+    sendProblem(res, new HttpProblem('ERR_INTERNAL', `${what} failed`));
+  };
+  const { dashboard } = deps;
+  return {
+    '/healthz': (send) => send(200, { status: 'ok' }),
+    // A readiness report, not an error: 503 tells the orchestrator, the body tells the operator.
+    '/readyz': (send, _req, res) =>
+      void readiness(config, deps).then(
+        ({ ready, checks }) => send(ready ? 200 : 503, { status: ready ? 'ready' : 'not ready', checks }),
+        failed(res, 'readiness checks'),
+      ),
+    '/metrics': (send, _req, res) =>
+      void (deps.metricsText?.() ?? deps.metrics.registry.metrics()).then(
+        (text) => send(200, text, deps.metrics.registry.contentType),
+        failed(res, 'metrics collection'),
+      ),
+    ...(dashboard === undefined
+      ? {}
+      : {
+          '/dashboard.json': (send, _req, res) =>
+            void readiness(config, deps)
+              .then(({ checks }) =>
+                dashboard.data.snapshot({
+                  draining: deps.draining(),
+                  checks,
+                  timeoutMs: config.readinessTimeoutMs,
+                }),
+              )
+              .then((snapshot) => send(200, snapshot), failed(res, 'dashboard snapshot')),
+        }),
+  };
 }
 
 async function readiness(config: AdminConfig, deps: AdminDeps) {

@@ -8,6 +8,18 @@ import type { StageTimer } from '../pipeline/compose.ts';
 
 export type UpstreamErrorKind = 'refused' | 'reset' | 'timeout' | 'malformed' | 'tls';
 
+/** One route's requests since start, as /metrics counts them (the dashboard reads these). */
+export interface RouteTotals {
+  route: string;
+  /** Requests by status code. */
+  statuses: Record<string, number>;
+  /** Latency histogram: cumulative counts at each upper bound (seconds), then `count` for +Inf. */
+  latency: { bounds: number[]; cumulative: number[]; count: number };
+}
+
+const REQUESTS = 'portico_http_requests_total';
+const DURATION = 'portico_http_request_duration_seconds';
+
 /** The gateway's instruments, named once here. */
 export interface GatewayMetrics {
   readonly registry: Registry;
@@ -19,17 +31,19 @@ export interface GatewayMetrics {
   stageTimer(stageNames: readonly string[]): StageTimer;
   /** Exposes the rate limiter's store state (degraded when Redis fails) as gauges. */
   watchRateLimiter(status: () => { degraded: boolean; storeFailures: number }): void;
+  /** Each route's requests by status and its latency histogram since start. */
+  routeTotals(): Promise<RouteTotals[]>;
 }
 
 export function createMetrics(options: { processMetrics: boolean }): GatewayMetrics {
   const registry = new Registry();
   if (options.processMetrics) collectDefaultMetrics({ register: registry, prefix: 'portico_' });
   const requests = createBoundCounter(registry, {
-    name: 'portico_http_requests_total',
+    name: REQUESTS,
     help: 'Requests answered, by route prefix, method and status.',
   });
   const duration = createBoundHistogram(registry, {
-    name: 'portico_http_request_duration_seconds',
+    name: DURATION,
     help: 'Time from request received to response finished, by route prefix.',
     // From a cache hit (sub-millisecond) to the upstream response timeout.
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
@@ -91,6 +105,7 @@ export function createMetrics(options: { processMetrics: boolean }): GatewayMetr
     connectionClosed() {
       connections.dec();
     },
+    routeTotals: () => readRouteTotals(registry),
     watchRateLimiter(status) {
       new Gauge({
         name: 'portico_ratelimit_store_degraded',
@@ -113,3 +128,40 @@ export function createMetrics(options: { processMetrics: boolean }): GatewayMetr
 }
 
 const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+
+/** Read back from the registry, as a scrape would: the hot path keeps only its plain counters. */
+async function readRouteTotals(registry: Registry): Promise<RouteTotals[]> {
+  const [requests, durations] = await Promise.all(
+    [REQUESTS, DURATION].map(async (name) => (await registry.getSingleMetric(name)?.get())?.values ?? []),
+  );
+  const byRoute = new Map<string, RouteTotals>();
+  const totals = (route: string) => {
+    let entry = byRoute.get(route);
+    if (entry === undefined) {
+      entry = { route, statuses: {}, latency: { bounds: [], cumulative: [], count: 0 } };
+      byRoute.set(route, entry);
+    }
+    return entry;
+  };
+  for (const { labels, value } of requests ?? []) {
+    const { statuses } = totals(String(labels['route']));
+    const status = String(labels['status']);
+    statuses[status] = (statuses[status] ?? 0) + value;
+  }
+  for (const value of (durations ?? []) as {
+    labels: Record<string, unknown>;
+    sharedLabels?: Record<string, unknown>;
+    value: number;
+    metricName?: string;
+  }[]) {
+    if (value.metricName !== `${DURATION}_bucket`) continue;
+    const { latency } = totals(String(value.sharedLabels?.['route']));
+    const le = String(value.labels['le']);
+    if (le === '+Inf') latency.count = value.value;
+    else {
+      latency.bounds.push(Number(le));
+      latency.cumulative.push(value.value);
+    }
+  }
+  return [...byRoute.values()];
+}

@@ -11,6 +11,7 @@ import type { Principal } from '../../shared/principal.ts';
 import { isCluster, type RedisClient } from '../../shared/redis.ts';
 import { durationSeconds } from './config-schema.ts';
 import type { RateLimitPolicyConfig, RateLimitsConfig } from './config-schema.ts';
+import { createMostLimited, type LimitedCaller } from './most-limited.ts';
 import { createRedisCounter, type RedisCounter } from './redis-counter.ts';
 
 export interface RateLimitSubject {
@@ -63,6 +64,8 @@ export interface RateLimiter {
   /** Swaps in new policies; requests already counting finish with the old ones. */
   reconfigure(config: RateLimitsConfig): void;
   status(): RateLimiterStatus;
+  /** The callers refused most since start (bounded memory: most-limited.ts), most first. */
+  mostLimited(count: number): LimitedCaller[];
 }
 
 interface CompiledPolicy {
@@ -97,6 +100,12 @@ function subjectKey(policy: RateLimitPolicyConfig, subject: RateLimitSubject): s
   }
 }
 
+/** Who a refusal is counted against on the dashboard: an identifier, never a credential. */
+function callerOf(subject: RateLimitSubject): string {
+  const p = subject.principal;
+  return p === undefined ? `ip:${subject.clientIp}` : `${p.authMethod}:${p.keyId ?? p.subject}`;
+}
+
 function matches(policy: RateLimitPolicyConfig, subject: RateLimitSubject): boolean {
   const match = policy.match;
   if (match === undefined) return true;
@@ -117,6 +126,7 @@ export function createRateLimiter(
   let storeFailures = 0;
   let lastFailureAt = 0;
 
+  const limitedCallers = createMostLimited();
   const counter: RedisCounter | undefined = redis === undefined ? undefined : createRedisCounter(redis);
   const tagged = redis !== undefined && isCluster(redis);
 
@@ -227,7 +237,10 @@ export function createRateLimiter(
           async ([policy, key]) => [policy, await count(policy, key)] as [CompiledPolicy, Counted],
         ),
       );
-      return decide(results);
+      const decision = decide(results);
+      if (decision.kind === 'limited')
+        limitedCallers.record(callerOf(subject), subject.principal?.customerId);
+      return decision;
     },
 
     async countAuthAttempt(clientIp) {
@@ -235,6 +248,7 @@ export function createRateLimiter(
       const counted = await count(policy, clientIp, { memoryOnFailure: true });
       if ('failed' in counted) return { refusal: undefined, refund: () => Promise.resolve() };
       const o = outcome(policy, counted.res);
+      if (o.exceeded) limitedCallers.record(`ip:${clientIp}`, undefined);
       return {
         refusal: o.exceeded
           ? {
@@ -265,5 +279,7 @@ export function createRateLimiter(
         storeFailures,
       };
     },
+
+    mostLimited: (count) => limitedCallers.top(count),
   };
 }
