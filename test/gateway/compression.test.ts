@@ -6,9 +6,10 @@
  */
 import { brotliDecompressSync, gunzipSync, gzipSync } from 'node:zlib';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { request } from 'undici';
+import { Agent, request } from 'undici';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { buildOpenApiDocument } from '../../resource-service/openapi.ts';
+import { startPortico, type Portico } from '../e2e/support/portico.ts';
 import {
   startRecordingUpstream,
   startTestGateway,
@@ -319,5 +320,90 @@ describe('request bodies in a content coding', () => {
       '{}',
     );
     expect(identity.status).toBe(200);
+  });
+});
+
+describe('with the real resource service (PostgreSQL) behind the gateway', () => {
+  let portico: Portico;
+  let agent: Agent;
+  let origin: string;
+  beforeAll(async () => {
+    // The default routes: /v1 with authentication, the OpenAPI document without.
+    portico = await startPortico({
+      config: (service) => ({
+        routes: [
+          { prefix: '/v1', upstream: service, cache: true },
+          { prefix: '/v1/openapi.json', upstream: service, auth: 'none', cache: true },
+        ],
+        rateLimits: { policies: [] },
+      }),
+    });
+    agent = new Agent({ connect: { ca: portico.ca, servername: 'localhost' } });
+    origin = `https://localhost:${portico.gateway.addresses.https.port}`;
+  });
+  afterAll(async () => {
+    await agent.close();
+    await portico.close();
+  });
+
+  async function call(method: string, path: string, headers: Record<string, string>, body?: unknown) {
+    const response = await request(`${origin}${path}`, {
+      method: method as 'GET',
+      headers: body === undefined ? headers : { ...headers, 'content-type': 'application/json' },
+      dispatcher: agent,
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const raw = Buffer.from(await response.body.arrayBuffer());
+    const flat: Record<string, string> = {};
+    for (const [name, value] of Object.entries(response.headers))
+      if (value !== undefined) flat[name] = Array.isArray(value) ? value.join(', ') : value;
+    return { status: response.statusCode, headers: flat, raw };
+  }
+
+  it('sends the 53 KB OpenAPI document as br to a client that asks, as curl --compressed does', async () => {
+    const answer = await call('GET', '/v1/openapi.json', { 'accept-encoding': 'deflate, gzip, br, zstd' });
+    expect(answer.status).toBe(200);
+    expect(answer.headers['content-encoding']).toBe('br');
+    expect(answer.raw.length).toBeLessThan(12 * 1024);
+    const document = JSON.parse(decoded(answer)) as { openapi: string };
+    expect(document.openapi).toMatch(/^3\.1/);
+    expect(decoded(answer).length).toBeGreaterThan(50 * 1024);
+  });
+
+  it("updates an order with If-Match carrying the tag of the compressed representation; a stale one gets the service's 412", async () => {
+    const auth = { authorization: `Bearer ${await portico.token('cus-compress')}` };
+    // Enough items that the order's JSON is above the threshold.
+    const items = Array.from({ length: 25 }, (_, i) => ({ sku: `SKU-${i}`, quantity: 1, unit_price: 100 }));
+    const created = await call('POST', '/v1/orders', auth, { items, currency: 'EUR' });
+    expect(created.status).toBe(201);
+    const id = (JSON.parse(decoded(created)) as { id: string }).id;
+
+    const read = await call('GET', `/v1/orders/${id}`, { ...auth, 'accept-encoding': 'gzip' });
+    expect(read.headers['content-encoding']).toBe('gzip');
+    const etag = read.headers['etag'] ?? '';
+    expect(etag).toMatch(/^"[^"]+-gzip"$/);
+    expect(JSON.parse(decoded(read))).toMatchObject({ id, items });
+    const again = await call('GET', `/v1/orders/${id}`, {
+      ...auth,
+      'accept-encoding': 'gzip',
+      'if-none-match': etag,
+    });
+    expect(again.status).toBe(304);
+
+    const replaced = await call(
+      'PUT',
+      `/v1/orders/${id}`,
+      { ...auth, 'if-match': etag },
+      { items: items.slice(1), currency: 'EUR' },
+    );
+    expect(replaced.status).toBe(200);
+    const stale = await call(
+      'PUT',
+      `/v1/orders/${id}`,
+      { ...auth, 'if-match': etag },
+      { items, currency: 'EUR' },
+    );
+    expect(stale.status).toBe(412);
+    expect(JSON.parse(decoded(stale))).toMatchObject({ code: 'ERR_PRECONDITION_FAILED' });
   });
 });
