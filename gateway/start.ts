@@ -6,7 +6,7 @@
  * then), then the components behind them.
  */
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Server as NetServer } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { createHttpDrain } from '../shared/http-drain.ts';
@@ -118,7 +118,9 @@ export async function startGateway(
       onRefused: (refusal) => built.audit?.record(refusalEntry(refusal)),
     });
     // Made right after the listener, before it can take a request.
-    const httpsDrain = createHttpDrain(https, log);
+    // The drain uses close, closeIdleConnections and closeAllConnections, which the edge
+    // server has for both protocols (listener.ts).
+    const httpsDrain = createHttpDrain(https as unknown as Server, log);
     https.on('connection', (socket: Duplex) => {
       built.metrics.connectionOpened();
       socket.once('close', () => built.metrics.connectionClosed());
@@ -178,7 +180,7 @@ function refusalEntry(refusal: Refusal): AuditEntry {
 }
 
 /** One `listen`, as a promise: resolves with the address, rejects with a port in use. */
-function listen(server: Server, port: number, host: string | undefined): Promise<AddressInfo> {
+function listen(server: NetServer, port: number, host: string | undefined): Promise<AddressInfo> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {

@@ -76,7 +76,9 @@ export function checkRequestFraming(
   }
   const counts = singletonCounts(req.rawHeaders);
   const hosts = counts.host;
-  if (hosts !== 1) {
+  if (req.httpVersionMajor === 2) {
+    checkAuthority(req, hosts);
+  } else if (hosts !== 1) {
     // RFC 9112 §3.2: exactly one Host; Node accepts zero or several.
     throw invalidHeader('host', hosts === 0 ? 'Host header is required' : 'Host header must appear once');
   }
@@ -96,6 +98,24 @@ export function checkRequestFraming(
   if (hasDotSegmentOrBackslash(path)) {
     // `/v1/../admin` must not match the `/v1` route and then be normalised by the upstream.
     throw new HttpProblem('ERR_BAD_REQUEST', 'path must not contain dot segments or backslashes');
+  }
+}
+
+/**
+ * HTTP/2 names the target's authority in `:authority`, or, in a request converted from
+ * HTTP/1.1, in `host`. With both, they must name the same one (RFC 9113 §8.3.1), or the
+ * upstream, which gets Host, and our routing and cache keys could disagree about the resource.
+ */
+function checkAuthority(req: IncomingMessage, hosts: number): void {
+  if (hosts > 1) throw invalidHeader('host', 'Host header must appear once');
+  const authority = req.headers[':authority'];
+  if (authority === undefined) {
+    if (hosts === 0) throw invalidHeader('host', ':authority or Host is required');
+    return;
+  }
+  // The request adapter (http2.ts) copies :authority to host only when the client sent none.
+  if (hosts === 1 && req.headers.host?.toLowerCase() !== String(authority).toLowerCase()) {
+    throw invalidHeader('host', 'Host must name the same authority as :authority');
   }
 }
 

@@ -1,25 +1,26 @@
 /**
- * The HTTPS listener: TLS, header and time limits, and the answers to requests the HTTP
- * parser refuses. Also the optional plain-HTTP listener, which only redirects.
+ * The HTTPS listener: TLS, HTTP/2 and HTTP/1.1 by ALPN, header and time limits, and the
+ * answers to requests the HTTP parser refuses. Also the optional plain-HTTP listener, which
+ * only redirects.
  */
-import { randomUUID } from 'node:crypto';
-import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
+import { createServer as createHttpServer, Server as HttpServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
+import {
+  createSecureServer,
+  Http2ServerRequest,
+  Http2ServerResponse,
+  type Http2SecureServer,
+  type SecureServerOptions,
+} from 'node:http2';
 import type { Duplex } from 'node:stream';
 import { Type, type Static } from '@sinclair/typebox';
 import type { Logger } from 'pino';
 import { HttpProblem, PROBLEM_CONTENT_TYPE } from '../../shared/errors.ts';
 import { DEFAULT_MAX_URI_BYTES, clientErrorProblem } from './http-hygiene.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
-import {
-  NOSNIFF,
-  connectProblem,
-  rawProblem,
-  requestLineOf,
-  socketAddress,
-  type Refusal,
-} from './raw-refusal.ts';
+import { Http2ConfigSchema, http2ServerOptions, superviseSessions } from './http2.ts';
+import { createHttp2Requests } from './http2-requests.ts';
+import { NOSNIFF, connectProblem, createRefusals, requestLineOf, type Refusal } from './raw-refusal.ts';
 import { TLS_OPTIONS, type CertificatePair } from './tls.ts';
 
 export const ListenerConfigSchema = Type.Object(
@@ -128,6 +129,7 @@ export const ListenerConfigSchema = Type.Object(
       },
       { additionalProperties: false, default: {}, description: 'Sizes and times, each with its answer.' },
     ),
+    http2: Http2ConfigSchema,
     shutdownTimeoutMs: Type.Integer({
       minimum: 0,
       default: 25000,
@@ -163,8 +165,107 @@ export interface ListenerDeps {
   onRefused?: (refusal: Refusal) => void;
 }
 
-export function createHttpsListener(config: ListenerConfig, deps: ListenerDeps): HttpsServer {
+/**
+ * The HTTPS listener: node:http2's server with HTTP/1.1 beside it (ALPN `h2`, then
+ * `http/1.1`; a client that offers neither is refused in the handshake, RFC 7301 §3.2).
+ * `closeAllConnections` cuts both kinds, as the drain expects of an HTTP server.
+ */
+export type EdgeServer = Http2SecureServer & { closeAllConnections(): void };
+
+export function createHttpsListener(config: ListenerConfig, deps: ListenerDeps): EdgeServer {
   const { limits } = config;
+  const hsts = hstsValue(config.hsts);
+  const refuse = createRefusals(hsts, deps);
+  const http1 = http1Requests(limits, deps.onRequest);
+  const http2 = createHttp2Requests(limits, deps.onRequest, refuse);
+  const supervisor = superviseSessions(limits, deps.log);
+  const server = createSecureServer(
+    {
+      ...TLS_OPTIONS,
+      ...deps.certificate,
+      ...(config.http2.enabled ? http2ServerOptions(config.http2, limits) : { ALPNProtocols: ['http/1.1'] }),
+      allowHTTP1: true,
+      ...http1Options(limits),
+      handshakeTimeout: limits.headersTimeoutMs,
+      noDelay: true,
+    } as SecureServerOptions,
+    (req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse) => {
+      if (req instanceof Http2ServerRequest) http2(req, res as Http2ServerResponse);
+      else http1.onRequest(req, res as ServerResponse);
+    },
+  ) as EdgeServer;
+  server.maxConnections = limits.maxConnections;
+  server.on('session', supervisor.onSession);
+  server.closeAllConnections = () => {
+    HttpServer.prototype.closeAllConnections.call(server);
+    for (const session of supervisor.sessions) session.destroy();
+  };
+
+  // Never invite a body we will refuse: without `100 Continue` the client sends nothing and
+  // the proxy stage answers 413 from the declared length alone.
+  server.on('checkContinue', (req: IncomingMessage | Http2ServerRequest, res: ServerResponse) => {
+    if (!(Number(req.headers['content-length']) > limits.maxBodyBytes)) res.writeContinue();
+    if (req instanceof Http2ServerRequest) http2(req, res as unknown as Http2ServerResponse);
+    else http1.onRequest(req, res);
+  });
+  server.on('clientError', (error: NodeJS.ErrnoException & { rawPacket?: unknown }, socket: Duplex) => {
+    const problem = clientErrorProblem(error);
+    const inProgress = http1.pending.get(socket);
+    if (problem !== undefined && socket.writable && inProgress?.headersSent !== true) {
+      const known =
+        inProgress !== undefined
+          ? { method: inProgress.req.method ?? 'OTHER', target: inProgress.req.url ?? '' }
+          : http1.served.has(socket)
+            ? {}
+            : requestLineOf(error.rawPacket);
+      const requestId = refuse.socket(socket, problem, known);
+      deps.log.info(
+        { requestId, status: problem.status, code: problem.code, reason: error.code },
+        'request refused',
+      );
+    } else {
+      socket.destroy();
+    }
+  });
+  // Without a listener Node closes the socket silently (HTTP/1.1) or answers a bare 405
+  // (HTTP/2); a refusal is answered as a problem and audited.
+  server.on(
+    'connect',
+    (req: IncomingMessage | Http2ServerRequest, socketOrRes: Duplex | Http2ServerResponse) => {
+      const problem = connectProblem();
+      const known = { method: 'CONNECT', target: req.url ?? '' };
+      const requestId =
+        socketOrRes instanceof Http2ServerResponse
+          ? refuse.stream(socketOrRes, problem, known)
+          : refuse.socket(socketOrRes, problem, known);
+      deps.log.info({ requestId, status: problem.status, code: problem.code }, 'request refused');
+    },
+  );
+  server.on('tlsClientError', (error: NodeJS.ErrnoException) => {
+    deps.log.debug({ code: error.code }, 'TLS handshake failed');
+  });
+  server.on('drop', () => {
+    deps.log.warn({ maxConnections: limits.maxConnections }, 'connection refused: maxConnections reached');
+  });
+  return server;
+}
+
+/** node:http's own limits, which node:http2 applies to its HTTP/1.1 connections. */
+function http1Options(limits: ListenerConfig['limits']): Record<string, unknown> {
+  return {
+    maxHeaderSize: limits.maxHeaderBytes,
+    // We answer a missing Host ourselves, as a problem like every other refusal.
+    requireHostHeader: false,
+    // The timeouts are only as precise as this sweep.
+    connectionsCheckingInterval: Math.min(1000, Math.ceil(limits.headersTimeoutMs / 4)),
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+  };
+}
+
+/** HTTP/1.1 requests: counted per connection, the one in progress known to the error handler. */
+function http1Requests(limits: ListenerConfig['limits'], handle: ListenerDeps['onRequest']) {
   // Counted here rather than with Node's maxRequestsPerSocket, which answers pipelined
   // requests past the bound with a bare 503. The last allowed response announces the close;
   // requests pipelined behind it go unanswered, which tells the client to resend them.
@@ -182,77 +283,9 @@ export function createHttpsListener(config: ListenerConfig, deps: ListenerDeps):
     res.once('close', () => {
       if (pending.get(req.socket) === res) pending.delete(req.socket);
     });
-    deps.onRequest(req, res);
+    handle(req, res);
   };
-  const server = createHttpsServer(
-    {
-      ...TLS_OPTIONS,
-      ...deps.certificate,
-      maxHeaderSize: limits.maxHeaderBytes,
-      // We answer a missing Host ourselves, as a problem like every other refusal.
-      requireHostHeader: false,
-      // The timeouts are only as precise as this sweep.
-      connectionsCheckingInterval: Math.min(1000, Math.ceil(limits.headersTimeoutMs / 4)),
-      handshakeTimeout: limits.headersTimeoutMs,
-      noDelay: true,
-    },
-    onRequest,
-  );
-  server.headersTimeout = limits.headersTimeoutMs;
-  server.requestTimeout = limits.requestTimeoutMs;
-  server.keepAliveTimeout = limits.keepAliveTimeoutMs;
-  server.maxConnections = limits.maxConnections;
-
-  // Never invite a body we will refuse: without `100 Continue` the client sends nothing and
-  // the proxy stage answers 413 from the declared length alone.
-  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
-    if (!(Number(req.headers['content-length']) > limits.maxBodyBytes)) res.writeContinue();
-    onRequest(req, res);
-  });
-
-  const hsts = hstsValue(config.hsts);
-  const refuse = (socket: Duplex, problem: HttpProblem, known: { method?: string; target?: string }) => {
-    const requestId = randomUUID();
-    socket.end(rawProblem(problem, requestId, hsts));
-    deps.metrics.observeRequest('none', known.method ?? 'OTHER', problem.status, 0);
-    const { status, code } = problem;
-    deps.onRefused?.({ requestId, clientAddress: socketAddress(socket), status, code, ...known });
-    // A client that never reads must not keep the socket.
-    setTimeout(() => socket.destroy(), 1000).unref();
-    return requestId;
-  };
-  server.on('clientError', (error: NodeJS.ErrnoException & { rawPacket?: unknown }, socket: Duplex) => {
-    const problem = clientErrorProblem(error);
-    const inProgress = pending.get(socket);
-    if (problem !== undefined && socket.writable && inProgress?.headersSent !== true) {
-      const known =
-        inProgress !== undefined
-          ? { method: inProgress.req.method ?? 'OTHER', target: inProgress.req.url ?? '' }
-          : served.has(socket)
-            ? {}
-            : requestLineOf(error.rawPacket);
-      const requestId = refuse(socket, problem, known);
-      deps.log.info(
-        { requestId, status: problem.status, code: problem.code, reason: error.code },
-        'request refused',
-      );
-    } else {
-      socket.destroy();
-    }
-  });
-  // Without a listener Node closes the socket silently; a refusal is answered and audited.
-  server.on('connect', (req: IncomingMessage, socket: Duplex) => {
-    const problem = connectProblem();
-    const requestId = refuse(socket, problem, { method: 'CONNECT', target: req.url ?? '' });
-    deps.log.info({ requestId, status: problem.status, code: problem.code }, 'request refused');
-  });
-  server.on('tlsClientError', (error: NodeJS.ErrnoException) => {
-    deps.log.debug({ code: error.code }, 'TLS handshake failed');
-  });
-  server.on('dropMaxConnection', () => {
-    deps.log.warn({ maxConnections: limits.maxConnections }, 'connection refused: maxConnections reached');
-  });
-  return server;
+  return { onRequest, served, pending };
 }
 
 const HOSTNAME = /^(?:[A-Za-z0-9-]{1,63}\.)*[A-Za-z0-9-]{1,63}$|^\[[0-9A-Fa-f:.]+\]$/;

@@ -12,6 +12,7 @@ import type { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import { HttpProblem } from '../../shared/errors.ts';
 import { ClientGoneError } from '../pipeline/context.ts';
+import { http2BodyFollows } from './http2.ts';
 
 export interface LimitedBody {
   /** What is sent upstream. */
@@ -22,10 +23,14 @@ export interface LimitedBody {
   discardRest(): void;
 }
 
-/** Whether the request carries a body: a non-zero Content-Length, or a transfer coding. */
+/**
+ * Whether the request carries a body: a non-zero Content-Length, a transfer coding, or an
+ * HTTP/2 stream left open after its headers (h2 needs neither to send a body).
+ */
 export function hasRequestBody(req: IncomingMessage): boolean {
   const length = req.headers['content-length'];
-  return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
+  if (length !== undefined && length !== '0') return true;
+  return req.headers['transfer-encoding'] !== undefined || (length === undefined && http2BodyFollows(req));
 }
 
 /** The 413 problem for a body past `limit`; the unread rest means the connection must close. */

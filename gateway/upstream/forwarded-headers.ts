@@ -14,6 +14,8 @@ const CLIENT_FORWARDING = new Set(['forwarded', 'x-forwarded-for', 'x-forwarded-
 /** Not forwarded: `host` is the upstream's, `expect` was answered here (100-continue). */
 const NOT_FORWARDED = new Set(['host', 'expect', IDENTITY_HEADER, REQUEST_ID_HEADER, 'x-real-ip']);
 
+const COLON = 0x3a;
+
 /** The request's headers for the upstream, as a flat name, value, ... list. */
 export function forwardedHeaders(ctx: GatewayContext, trustProxy: boolean): string[] {
   const { req } = ctx;
@@ -22,7 +24,8 @@ export function forwardedHeaders(ctx: GatewayContext, trustProxy: boolean): stri
   // What a trusted load balancer said before us; never read otherwise.
   const incoming = trustProxy ? new Map<string, string[]>() : undefined;
   ctx.upstreamHeaders.forEach((name, value) => {
-    if (drop.has(name) || NOT_FORWARDED.has(name)) return;
+    // HTTP/2 pseudo-headers are no HTTP/1.1 fields (`:authority` goes on as the forwarded host).
+    if (name.charCodeAt(0) === COLON || drop.has(name) || NOT_FORWARDED.has(name)) return;
     if (CLIENT_FORWARDING.has(name)) {
       incoming?.set(name, [...(incoming.get(name) ?? []), value]);
       return;

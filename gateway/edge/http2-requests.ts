@@ -1,0 +1,50 @@
+/**
+ * The listener's part of an HTTP/2 request before the handler takes it: the refusals HTTP/1.1
+ * gets from node:http's parser and timers, given here in HTTP/2's terms.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { constants, type Http2ServerRequest, type Http2ServerResponse } from 'node:http2';
+import { HttpProblem } from '../../shared/errors.ts';
+import { headerBytes, stopReceiving, type Http2Limits } from './http2.ts';
+import type { Refusals } from './raw-refusal.ts';
+
+/**
+ * HTTP/2 requests: a header list past `maxHeaderBytes` is answered 431 here, as the HTTP/1
+ * parser's overflow is; a body still arriving after `requestTimeoutMs` is answered 408 (or its
+ * stream reset, once an answer has begun). Everything else goes to the handler, which reads
+ * the compatibility objects as it reads node:http's.
+ */
+export function createHttp2Requests(
+  limits: Http2Limits & { requestTimeoutMs: number },
+  handle: (req: IncomingMessage, res: ServerResponse) => void,
+  refuse: Refusals,
+): (req: Http2ServerRequest, res: Http2ServerResponse) => void {
+  return (req: Http2ServerRequest, res: Http2ServerResponse) => {
+    const known = () => ({ method: req.method, target: req.url });
+    if (headerBytes(req.rawHeaders) > limits.maxHeaderBytes) {
+      const problem = new HttpProblem(
+        'ERR_HEADERS_TOO_LARGE',
+        'request line and headers exceed the size limit',
+      );
+      refuse.stream(res, problem, known());
+      return;
+    }
+    const { stream } = req;
+    if (!stream.endAfterHeaders) {
+      const timer = setTimeout(() => {
+        if (stream.destroyed || stream.state.remoteClose === 1) return;
+        if (res.headersSent) return stream.close(constants.NGHTTP2_CANCEL);
+        const problem = new HttpProblem(
+          'ERR_REQUEST_TIMEOUT',
+          'request was not received within the time limit',
+        );
+        refuse.stream(res, problem, known());
+      }, limits.requestTimeoutMs);
+      timer.unref();
+      res.once('close', () => clearTimeout(timer));
+      // An answer that left before the whole body came: the client may stop sending.
+      stopReceiving(stream);
+    }
+    handle(req as unknown as IncomingMessage, res as unknown as ServerResponse);
+  };
+}

@@ -1,0 +1,238 @@
+/**
+ * HTTP/2 at the edge (RFC 9113), on the HTTPS port beside HTTP/1.1, chosen by ALPN. Requests
+ * reach the same handler through node:http2's compatibility API; this file makes an h2 request
+ * look like the HTTP/1.1 message it becomes upstream, and bounds what one connection may cost.
+ *
+ * What nghttp2 already refuses with RST_STREAM PROTOCOL_ERROR before any of our code runs
+ * (each tested in test/gateway/http2.test.ts): connection-specific fields (`connection`,
+ * `keep-alive`, `proxy-connection`, `transfer-encoding`, `upgrade`), `te` other than
+ * `trailers`, upper-case field names, missing, duplicated, unknown or misplaced pseudo-headers,
+ * a `:path` that is empty or not absolute, a body longer or shorter than its Content-Length.
+ * Fields with invalid characters (CR, LF, NUL, space in a name) it drops, so they never reach
+ * us. What is ours: `:authority` against `host` (http-hygiene.ts), the header-list size as a
+ * 431 (listener.ts), the timeouts, the requests per connection, and the reset-flood bound.
+ */
+import {
+  constants,
+  Http2ServerRequest,
+  Http2ServerResponse,
+  type Http2Session,
+  type Http2Stream,
+  type OutgoingHttpHeaders,
+  type SecureServerOptions,
+  type ServerHttp2Stream,
+} from 'node:http2';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { ReadableOptions } from 'node:stream';
+import { Type, type Static } from '@sinclair/typebox';
+import type { Logger } from 'pino';
+
+export const Http2ConfigSchema = Type.Object(
+  {
+    enabled: Type.Boolean({
+      default: true,
+      description: 'Offer `h2` by ALPN on the HTTPS port (before `http/1.1`); false: HTTP/1.1 only.',
+    }),
+    maxConcurrentStreams: Type.Integer({
+      minimum: 1,
+      maximum: 1000,
+      default: 100,
+      description:
+        'Requests one connection may have in flight (SETTINGS_MAX_CONCURRENT_STREAMS); streams past it are refused.',
+    }),
+    maxStreamResets: Type.Integer({
+      minimum: 1,
+      default: 200,
+      description:
+        'Streams a client may cancel (RST_STREAM) in a burst on one connection; past it, and past ' +
+        '`maxStreamResets / 10` per second after, the connection is closed with GOAWAY (rapid reset, CVE-2023-44487).',
+    }),
+  },
+  { additionalProperties: false, default: {}, description: 'HTTP/2 to clients.' },
+);
+export type Http2Config = Static<typeof Http2ConfigSchema>;
+
+/** The limits of `listener.limits` that HTTP/2 applies in its own terms. */
+export interface Http2Limits {
+  maxHeaderBytes: number;
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+  maxRequestsPerConnection: number;
+}
+
+/** RFC 9113 §8.2.2: meaningless in HTTP/2; a response names them only for HTTP/1.1's sake. */
+const CONNECTION_SPECIFIC = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'upgrade',
+]);
+
+/**
+ * An h2 request as the pipeline reads an HTTP/1.1 one: `host` is the `:authority` when the
+ * client sent no `host` (RFC 9113 §8.3.1 asks exactly this of a gateway converting to
+ * HTTP/1.1). `rawHeaders` stay as sent, pseudo-headers included: the hygiene stage compares
+ * `:authority` with `host` there, and the forwarded headers skip every pseudo-header.
+ */
+export class EdgeHttp2Request extends Http2ServerRequest {
+  constructor(
+    stream: ServerHttp2Stream,
+    headers: IncomingHttpHeaders,
+    options: ReadableOptions,
+    rawHeaders: readonly string[],
+  ) {
+    super(stream, headers, options, rawHeaders);
+    const authority = headers[':authority'];
+    if (headers.host === undefined && typeof authority === 'string') headers.host = authority;
+  }
+}
+
+/**
+ * Drops connection-specific fields from an h2 answer: stages and the drain say
+ * `Connection: close` for HTTP/1.1, and Node would otherwise warn (connection) or throw
+ * (the others) when the head is sent.
+ */
+export class EdgeHttp2Response extends Http2ServerResponse {
+  override setHeader(name: string, value: number | string | readonly string[]): void {
+    if (!CONNECTION_SPECIFIC.has(name.toLowerCase())) super.setHeader(name, value);
+  }
+
+  override writeHead(
+    statusCode: number,
+    messageOrHeaders?: string | OutgoingHttpHeaders | readonly string[],
+    headers?: OutgoingHttpHeaders | readonly string[],
+  ): this {
+    const fields = typeof messageOrHeaders === 'string' ? headers : messageOrHeaders;
+    return super.writeHead(statusCode, withoutConnectionFields(fields) as OutgoingHttpHeaders);
+  }
+}
+
+function withoutConnectionFields(
+  fields: OutgoingHttpHeaders | readonly string[] | undefined,
+): OutgoingHttpHeaders | readonly string[] | undefined {
+  if (fields === undefined) return undefined;
+  if (Array.isArray(fields)) {
+    const flat = fields as readonly string[];
+    const kept: string[] = [];
+    for (let i = 0; i + 1 < flat.length; i += 2)
+      if (!CONNECTION_SPECIFIC.has(flat[i]!.toLowerCase())) kept.push(flat[i]!, flat[i + 1]!);
+    return kept;
+  }
+  return Object.fromEntries(
+    Object.entries(fields).filter(([name]) => !CONNECTION_SPECIFIC.has(name.toLowerCase())),
+  );
+}
+
+/**
+ * The server options that make h2 what the listener's limits say. The header list nghttp2
+ * accepts is four times `maxHeaderBytes`: up to that, the listener answers 431 itself
+ * ({@link headerBytes}); beyond it nghttp2 resets the stream, as the HTTP/1 parser stops at
+ * its own bound.
+ */
+export function http2ServerOptions(
+  config: Http2Config,
+  limits: Http2Limits,
+): SecureServerOptions<
+  typeof IncomingMessage,
+  typeof ServerResponse,
+  typeof EdgeHttp2Request,
+  typeof EdgeHttp2Response
+> {
+  return {
+    settings: {
+      maxConcurrentStreams: config.maxConcurrentStreams,
+      maxHeaderListSize: limits.maxHeaderBytes * 4,
+      enablePush: false,
+    },
+    // HTTP/1.1's parser takes 2000 fields; nghttp2's default of 128 would reset ordinary requests.
+    maxHeaderListPairs: 2000,
+    // nghttp2's token bucket of received RST_STREAMs (Node's own defence: burst 1000, 33/s).
+    streamResetBurst: config.maxStreamResets,
+    streamResetRate: Math.max(1, Math.floor(config.maxStreamResets / 10)),
+    Http2ServerRequest: EdgeHttp2Request,
+    Http2ServerResponse: EdgeHttp2Response,
+  };
+}
+
+/**
+ * The request line and fields as HTTP/1.1 would count them (name, `: `, value, CRLF each),
+ * pseudo-headers included: the same `maxHeaderBytes` then means the same on both protocols.
+ */
+export function headerBytes(rawHeaders: readonly string[]): number {
+  let bytes = 0;
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2)
+    bytes += rawHeaders[i]!.length + rawHeaders[i + 1]!.length + 4;
+  return bytes;
+}
+
+/**
+ * Bounds each h2 connection as HTTP/1.1's are bounded: its first request within
+ * `headersTimeoutMs`, later ones within `keepAliveTimeoutMs` of the last answer, at most
+ * `maxRequestsPerConnection` streams (then GOAWAY, and the client opens a new connection).
+ * Returns what the drain needs: every open session, to cut them at the deadline.
+ */
+export function superviseSessions(
+  limits: Http2Limits,
+  log: Logger,
+): {
+  onSession: (session: Http2Session) => void;
+  sessions: ReadonlySet<Http2Session>;
+} {
+  const sessions = new Set<Http2Session>();
+  function onSession(session: Http2Session): void {
+    sessions.add(session);
+    let open = 0;
+    let streams = 0;
+    let idle: NodeJS.Timeout | undefined;
+    const arm = (ms: number) => {
+      idle = setTimeout(() => closeSession(session), ms);
+      idle.unref();
+    };
+    arm(limits.headersTimeoutMs);
+    session.on('stream', (stream: Http2Stream) => {
+      clearTimeout(idle);
+      open += 1;
+      streams += 1;
+      if (limits.maxRequestsPerConnection > 0 && streams === limits.maxRequestsPerConnection) session.close();
+      stream.once('close', () => {
+        open -= 1;
+        if (open === 0 && !session.closed) arm(limits.keepAliveTimeoutMs);
+      });
+    });
+    session.once('close', () => {
+      clearTimeout(idle);
+      sessions.delete(session);
+    });
+    session.on('error', (error: NodeJS.ErrnoException) => {
+      // nghttp2 ends a session that broke its rules (a reset flood among them) with GOAWAY.
+      log.warn({ code: error.code, message: error.message }, 'HTTP/2 connection closed on error');
+    });
+  }
+  return { onSession, sessions };
+}
+
+/** GOAWAY now; a client that keeps the connection open past a second is cut. */
+function closeSession(session: Http2Session): void {
+  if (session.destroyed) return;
+  session.close();
+  setTimeout(() => session.destroy(), 1000).unref();
+}
+
+/** An h2 request whose HEADERS did not end the stream: DATA follows, length announced or not. */
+export function http2BodyFollows(req: IncomingMessage): boolean {
+  return req.httpVersionMajor === 2 && !(req as unknown as Http2ServerRequest).stream.endAfterHeaders;
+}
+
+/**
+ * Once the answer to a stream whose request is still arriving is out (END_STREAM sent, the
+ * stream's 'finish'): RST_STREAM NO_ERROR tells the client to stop sending (RFC 9113 §8.1),
+ * as `Connection: close` does on HTTP/1.1. Sooner, it would cut the answer.
+ */
+export function stopReceiving(stream: Http2Stream): void {
+  if (stream.endAfterHeaders) return;
+  stream.once('finish', () => {
+    if (!stream.destroyed && stream.state.remoteClose !== 1) stream.close(constants.NGHTTP2_NO_ERROR);
+  });
+}
