@@ -33,8 +33,19 @@ export interface ScaleFixture {
     env: Record<string, string>,
     options?: { nodeArgs?: readonly string[] },
   ): Promise<GatewayProcess>;
-  /** `authorization` is sent as is (`Bearer ...`, `ApiKey ...`). */
-  call(port: number, authorization: string, path?: string, method?: string): Promise<Reply>;
+  /** A gateway config of this fixture's certificate and issuer; routes to its upstream by default. */
+  config(rateLimits: Record<string, unknown>, routes?: Record<string, unknown>[]): Record<string, unknown>;
+  /**
+   * `authorization` is sent as is (`Bearer ...`, `ApiKey ...`); `at` is a port on localhost or
+   * `address:port`.
+   */
+  call(
+    at: number | string,
+    authorization: string,
+    path?: string,
+    method?: string,
+    options?: { body?: string; timeoutMs?: number },
+  ): Promise<Reply & { body: string }>;
   /** Polls `/readyz` until 200; resolves the ms it took, or rejects after `timeoutMs`. */
   untilReady(adminPort: number, timeoutMs: number): Promise<number>;
   close(): Promise<void>;
@@ -96,6 +107,7 @@ export async function startScaleFixture(): Promise<ScaleFixture> {
       const { key, claims } = mintApiKey(signing, { customerId, scopes: ['orders:read'] });
       return { key, id: claims.id };
     },
+    config: (rateLimits, routes) => ({ ...config(rateLimits), ...(routes === undefined ? {} : { routes }) }),
     async gateway(rateLimits, env, options = {}) {
       const started = await startGatewayProcess(
         config(rateLimits),
@@ -105,14 +117,20 @@ export async function startScaleFixture(): Promise<ScaleFixture> {
       processes.push(started);
       return started;
     },
-    async call(port, authorization, path = '/v1/orders', method = 'GET') {
-      const response = await request(`https://localhost:${port}${path}`, {
+    async call(at, authorization, path = '/v1/orders', method = 'GET', options = {}) {
+      const origin = typeof at === 'number' ? `https://localhost:${at}` : `https://${at}`;
+      const response = await request(`${origin}${path}`, {
         method: method as 'GET',
-        headers: { authorization },
+        headers: {
+          authorization,
+          ...(options.body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
         dispatcher: agent,
+        ...(options.body === undefined ? {} : { body: options.body }),
+        ...(options.timeoutMs === undefined ? {} : { signal: AbortSignal.timeout(options.timeoutMs) }),
       });
-      await response.body.text();
-      return { status: response.statusCode, headers: response.headers };
+      const body = await response.body.text();
+      return { status: response.statusCode, headers: response.headers, body };
     },
     async untilReady(adminPort, timeoutMs) {
       const started = Date.now();
