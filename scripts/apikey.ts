@@ -16,6 +16,7 @@ import {
   type ApiKeyStore,
 } from '../gateway/identity/api-key-store.ts';
 import { SCOPES, isValidCustomerId } from '../shared/principal.ts';
+import { answerHelp, parseScopes, usageError } from './cli-args.ts';
 
 const USAGE = [
   'usage: npm run -s apikey -- create --customer ID [--scope "a b"]',
@@ -24,9 +25,24 @@ const USAGE = [
 ].join('\n');
 const CUSTOMER_SCOPES = SCOPES.filter((scope) => scope !== 'admin');
 
+answerHelp(`${USAGE}
+
+Signed API keys (Authorization: ApiKey <key>).
+
+  create     mints a key: the key goes to stdout, its id to stderr
+    --customer ID    the customer the key acts for; required
+    --scope "a b"    granted scopes, from: ${SCOPES.join(' ')}
+                     (default: every scope but admin)
+  revoke     revokes the key with this id (ak_...); gateways refuse it within a second
+  list       every key minted here: id, customer, scopes, created, revoked
+  -h, --help this text
+
+Environment: REDIS_URL (records and revocations in Redis, under PORTICO_REDIS_PREFIX, default
+portico:), else the file apikeys.jsonl in PORTICO_DATA_DIR (default .portico);
+PORTICO_APIKEY_SIGNING_KEYS (else the data dir's signing key).`);
+
 function usage(message: string): never {
-  process.stderr.write(`apikey: ${message}\n${USAGE}\n`);
-  process.exit(2);
+  usageError('apikey', USAGE, message);
 }
 
 let parsed: { values: { customer?: string; scope?: string }; positionals: string[] };
@@ -46,6 +62,10 @@ if (command === 'create') {
   if (rest.length > 0) usage('create takes no positional argument');
   if (customer === undefined) usage('create needs --customer');
   if (!isValidCustomerId(customer)) usage('--customer: not a valid customer id');
+  if (scope !== undefined) {
+    const checked = parseScopes(scope);
+    if ('error' in checked) usage(checked.error);
+  }
 } else if (command === 'revoke') {
   if (rest.length !== 1 || customer !== undefined || scope !== undefined)
     usage('revoke takes exactly one KEY_ID');

@@ -3,13 +3,22 @@
  * record count and exits 0, or names the first broken record and exits 1; bad arguments exit 2.
  */
 import { verifyAuditFile } from '../gateway/audit/verify-chain.ts';
+import { answerHelp, usageError } from './cli-args.ts';
 
 const USAGE = 'usage: npm run -s audit -- verify FILE';
+answerHelp(`${USAGE}
+
+Checks the hash chain of an audit log (PORTICO_AUDIT_LOG, default <data dir>/audit.log): prints
+"OK <n> records" and exits 0, or names the first broken record and exits 1. Bad arguments
+exit 2.`);
 const [command, file, ...rest] = process.argv.slice(2);
 
 if (command !== 'verify' || file === undefined || rest.length > 0) {
-  process.stderr.write(`${USAGE}\n`);
-  process.exit(2);
+  usageError(
+    'audit',
+    USAGE,
+    command === 'verify' ? 'verify takes exactly one FILE' : 'the command is verify',
+  );
 }
 
 try {

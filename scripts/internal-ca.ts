@@ -15,19 +15,35 @@ import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from '
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createCertificateAuthority, issueCertificate } from '../shared/dev-pki.ts';
+import { answerHelp, usageError } from './cli-args.ts';
 
-const { values } = parseArgs({
-  options: {
-    out: { type: 'string' },
-    name: { type: 'string', multiple: true, default: [] },
-    ca: { type: 'string' },
-  },
-});
-const out = values.out;
-if (out === undefined) {
-  process.stderr.write('usage: node scripts/internal-ca.ts --out DIR [--name service]... [--ca CA_DIR]\n');
-  process.exit(2);
+const USAGE = 'usage: node scripts/internal-ca.ts --out DIR [--name service]... [--ca CA_DIR]';
+answerHelp(`${USAGE}
+
+Issues the certificates of the internal hop (gateway → resource service, mutual TLS) into DIR:
+ca.crt and ca.key (a new CA, unless --ca names a directory holding them), service.crt|key (for
+each --name, plus localhost, 127.0.0.1, ::1) and gateway.crt|key (the gateway's client
+certificate). A DIR already holding service.crt is left alone.
+
+  --out DIR        where the files go; required
+  --name NAME      a DNS name of the service certificate (repeatable)
+  --ca CA_DIR      sign with the CA in CA_DIR (ca.crt, ca.key) instead of a new one
+  -h, --help       this text`);
+
+let values: { out?: string; name: string[]; ca?: string };
+try {
+  ({ values } = parseArgs({
+    options: {
+      out: { type: 'string' },
+      name: { type: 'string', multiple: true, default: [] },
+      ca: { type: 'string' },
+    },
+  }));
+} catch (error) {
+  usageError('internal-ca', USAGE, (error as Error).message);
 }
+const out = values.out;
+if (out === undefined) usageError('internal-ca', USAGE, '--out is required');
 
 /** Whole files only: written beside, then renamed over. */
 function put(name: string, text: string, mode: number): void {
