@@ -183,7 +183,7 @@ export function createHttpsListener(config: ListenerConfig, deps: ListenerDeps):
     {
       ...TLS_OPTIONS,
       ...deps.certificate,
-      ...(config.http2.enabled ? http2ServerOptions(config.http2, limits) : { ALPNProtocols: ['http/1.1'] }),
+      ...(config.http2.enabled ? http2ServerOptions(config.http2, limits) : { ALPNCallback: http1Only }),
       allowHTTP1: true,
       ...http1Options(limits),
       handshakeTimeout: limits.headersTimeoutMs,
@@ -248,6 +248,14 @@ export function createHttpsListener(config: ListenerConfig, deps: ListenerDeps):
     deps.log.warn({ maxConnections: limits.maxConnections }, 'connection refused: maxConnections reached');
   });
   return server;
+}
+
+/**
+ * With HTTP/2 off: node:http2 would offer `h2` whatever ALPNProtocols says, so the choice is
+ * made here (no `http/1.1` offered: the handshake fails with no_application_protocol).
+ */
+function http1Only({ protocols }: { protocols: string[] }): string | undefined {
+  return protocols.includes('http/1.1') ? 'http/1.1' : undefined;
 }
 
 /** node:http's own limits, which node:http2 applies to its HTTP/1.1 connections. */

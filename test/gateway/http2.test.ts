@@ -62,13 +62,13 @@ function expectProblem(response: H2Response, status: number, code: string): void
   expect(JSON.parse(response.body)).toMatchObject({ status, code });
 }
 
-/** The protocol the server picks for a client offering `protocols` (or the handshake error). */
-function negotiate(protocols: string[] | undefined): Promise<string | false> {
+/** The protocol `on` picks for a client offering `protocols` (or the handshake error). */
+function negotiate(protocols: string[] | undefined, on: TestGateway = gw): Promise<string | false> {
   return new Promise((resolve, reject) => {
     const socket = tlsConnect({
       host: '127.0.0.1',
-      port: gw.port,
-      ca: gw.certificate.cert,
+      port: on.port,
+      ca: on.certificate.cert,
       servername: 'localhost',
       ...(protocols === undefined ? {} : { ALPNProtocols: protocols }),
     });
@@ -349,5 +349,19 @@ describe('CONNECT over HTTP/2', () => {
     const requestId = String(response.headers['x-request-id']);
     expect(await auditRecord(requestId)).toMatchObject({ requestId, method: 'CONNECT', status: 405 });
     expect(upstream.records).toEqual([]);
+  });
+});
+
+describe('listener.http2.enabled: false', () => {
+  it('offers only http/1.1: an h2-only client is refused in the handshake', async () => {
+    const plain = await startTestGateway(upstream.url, { listener: { http2: { enabled: false } } });
+    try {
+      expect(await negotiate(['h2', 'http/1.1'], plain)).toBe('http/1.1');
+      await expect(negotiate(['h2'], plain)).rejects.toMatchObject({
+        code: 'ERR_SSL_TLSV1_ALERT_NO_APPLICATION_PROTOCOL',
+      });
+    } finally {
+      await plain.close();
+    }
   });
 });
