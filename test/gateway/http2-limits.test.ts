@@ -234,3 +234,22 @@ describe('rapid reset (CVE-2023-44487)', () => {
     await closeSession(session);
   });
 });
+
+describe('drain', () => {
+  it('on close, an h2 request in flight is answered, the connection gets GOAWAY, the close completes', async () => {
+    const draining = await startTestGateway(upstream.url, { listener: { shutdownTimeoutMs: 3000 } });
+    const session = await h2Session(draining.port, draining.certificate.cert);
+    const away = goaway(session);
+    const inFlight = h2Request(session, { ':path': '/v1/slow' });
+    await sleep(100);
+    const started = Date.now();
+    await draining.close();
+    const response = await inFlight;
+    expect(response.status).toBe(200);
+    expect(response.body).toBe('{"ok":true}');
+    expect(await away).toBe(constants.NGHTTP2_NO_ERROR);
+    expect(Date.now() - started).toBeLessThan(2500);
+    await expect(h2Session(draining.port, draining.certificate.cert)).rejects.toThrow();
+    session.destroy();
+  });
+});
