@@ -9,8 +9,9 @@
  * 304), marked `no-transform` by either side (RFC 9111 5.2.1.6, 5.2.2.6), of other types, or smaller. Strong
  * entity tags get a suffix per encoding, taken off again on the way upstream (entity-tag.ts).
  *
- * Cost: a response below the threshold, the usual JSON answer, is looked at and left, with
- * nothing allocated; only conditional requests that carry a suffixed tag allocate on the way in.
+ * Cost: on a route without the cache, a response below the threshold (the usual JSON answer)
+ * is looked at and left with nothing allocated; on a cached route a miss also has the headers
+ * going upstream read for tags of ours the cache may have set (entity-tag.ts).
  */
 import { preferredEncoding } from '../compression/accept-encoding.ts';
 import type { CompressionConfig } from '../compression/config-schema.ts';
@@ -43,7 +44,7 @@ export function createCompressStage(config: CompressionConfig): Stage | undefine
     return !noTransform(headers['cache-control']) && !noTransform(ctx.req.headers['cache-control']);
   };
   return async function compress(ctx, next) {
-    const restored = restoreConditionalTags(ctx.upstreamHeaders);
+    const restored = mayCarryTags(ctx) ? restoreConditionalTags(ctx.upstreamHeaders) : undefined;
     await next();
     const response = ctx.response;
     if (response === undefined) return;
@@ -54,6 +55,20 @@ export function createCompressStage(config: CompressionConfig): Stage | undefine
     const coding = preferredEncoding(ctx.req.headers['accept-encoding']);
     if (coding !== 'identity') ctx.response = encoded(response, coding, encoder);
   };
+}
+
+/**
+ * Whether a tag of ours can be on its way upstream: the client sent a condition, or the cache
+ * may have set its stored validators (a GET or HEAD on a cached route). Other requests are
+ * not walked through, which would cost a lower-cased copy of every header name.
+ */
+function mayCarryTags(ctx: GatewayContext): boolean {
+  const { headers, method } = ctx.req;
+  return (
+    headers['if-none-match'] !== undefined ||
+    headers['if-match'] !== undefined ||
+    (ctx.route?.cache === true && (method === 'GET' || method === 'HEAD'))
+  );
 }
 
 /** RFC 9111 section 5.2.1.6 and 5.2.2.6: no-transform, from either side, forbids compressing. */

@@ -4,11 +4,11 @@
  * coding the upstreams cannot read is refused with 415 (RFC 9110 section 15.5.16), not left
  * for the service to take for malformed JSON.
  *
- * The one stage that writes `req.headers`, and only this field: the cache matches stored
- * variants on the request's own headers (Vary: Accept-Encoding), and one spelling per choice
- * keeps it at three variants a resource, where clients' spellings would make dozens. The
- * upstream is asked for the same encoding, so that what it answers fits the variant it is
- * stored as. The compress stage (after the cache) does the compressing.
+ * The one stage that writes `req.headers`, and only this field, on cached routes: the cache
+ * matches stored variants on the request's own headers (Vary: Accept-Encoding), and one
+ * spelling per choice keeps it at three variants a resource, where clients' spellings would
+ * make dozens. The upstream is asked for the same encoding, so that what it answers fits the
+ * variant it is stored as. The compress stage (after the cache) does the compressing.
  */
 import { HttpProblem } from '../../shared/errors.ts';
 import { preferredEncoding } from '../compression/accept-encoding.ts';
@@ -23,7 +23,10 @@ export function createNegotiateEncodingStage(config: CompressionConfig): Stage {
     const headers = ctx.req.headers;
     const coding = headers['content-encoding'];
     if (coding !== undefined && hasRequestBody(ctx.req)) refuseUnreadable(coding, readable, acceptEncoding);
-    if (config.enabled) {
+    // Only the cache needs one spelling: elsewhere the compress stage reads the client's own
+    // field (its answer is remembered per value), and an upstream that encodes by itself
+    // answers the client's full list, which the client accepts as it is.
+    if (config.enabled && ctx.route?.cache === true) {
       const sent = headers['accept-encoding'];
       const chosen = preferredEncoding(sent);
       if (sent !== chosen) {

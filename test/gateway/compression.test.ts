@@ -42,6 +42,8 @@ function answer(req: IncomingMessage, res: ServerResponse): void {
       return json({ 'cache-control': 'public, max-age=60, no-transform' }, BIG);
     case '/v1/encoded':
       return json({ 'content-encoding': 'gzip', 'cache-control': 'no-store' }, gzipSync(BIG));
+    case '/v1/uncached':
+      return json({ 'cache-control': 'no-store' }, BIG);
     case '/v1/chunked':
       // No length: streamed through a compressor, flushed as it comes.
       res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
@@ -91,7 +93,10 @@ let gw: TestGateway;
 beforeAll(async () => {
   upstream = await startRecordingUpstream(answer);
   gw = await startTestGateway(upstream.url, {
-    routes: [{ prefix: '/v1', upstream: upstream.url, auth: 'none', cache: true }],
+    routes: [
+      { prefix: '/v1', upstream: upstream.url, auth: 'none', cache: true },
+      { prefix: '/v1/uncached', upstream: upstream.url, auth: 'none' },
+    ],
     rateLimits: { policies: [] },
   });
 });
@@ -198,6 +203,13 @@ describe('compressed responses', () => {
     expect(partial.headers['content-encoding']).toBeUndefined();
     const head = await get('/v1/no-transform', ask, 'HEAD');
     expect(head.headers['content-encoding']).toBeUndefined();
+  });
+
+  it("on a route without the cache too, where the upstream gets the client's own Accept-Encoding", async () => {
+    const answer = await get('/v1/uncached', { 'accept-encoding': 'gzip, deflate, br' });
+    expect(answer.headers['content-encoding']).toBe('br');
+    expect(decoded(answer)).toBe(BIG);
+    expect(upstream.records[0]?.headers['accept-encoding']).toBe('gzip, deflate, br');
   });
 
   it('compresses a body of unknown length as it streams', async () => {
