@@ -9,8 +9,9 @@ import type { RedisClient, SubscriberConnection } from '../../shared/redis.ts';
 import type { Logger } from 'pino';
 import type { Principal } from '../../shared/principal.ts';
 import type { CacheStats, Outcome } from './cache-stats.ts';
+import type { CacheRequest, Fill, ReceivedResponse, Selection, StoreDecision } from './cache-types.ts';
 import type { CacheConfig } from './config-schema.ts';
-import { parseCacheControl, type Directives } from './directives.ts';
+import { parseCacheControl } from './directives.ts';
 import {
   createEntryStore,
   entryKey,
@@ -19,8 +20,9 @@ import {
   type StoredResponse,
 } from './entry-store.ts';
 import { createInvalidationBus, type InvalidationBus } from './invalidation-bus.ts';
-import { callerOf, lookupPartitions, storePartition, type Caller } from './partition.ts';
-import { createPolicyFactory, requestView, type PolicyFactory, type PolicyRequest } from './policy.ts';
+import { createPartialStore, type Piece } from './partial-store.ts';
+import { callerOf, lookupPartitions, storePartition } from './partition.ts';
+import { createPolicyFactory, requestView, type PolicyFactory } from './policy.ts';
 import { readSemantics, type ResponseSemantics } from './response-semantics.ts';
 import { storability } from './storability.ts';
 import { storedHeaders, validatorView, varyValue } from './stored-fields.ts';
@@ -28,6 +30,7 @@ import { headMatches, updateStored } from './stored-update.ts';
 
 export type { StoredResponse } from './entry-store.ts';
 export type { CacheStats, Outcome } from './cache-stats.ts';
+export type { CacheRequest, Fill, ReceivedResponse, Selection, StoreDecision } from './cache-types.ts';
 
 /** What the cache needs besides its config. */
 export interface HttpCacheDeps {
@@ -39,45 +42,6 @@ export interface HttpCacheDeps {
   /** Milliseconds since the epoch; tests advance it. */
   now?: () => number;
 }
-
-/** One request, as the cache reads it. */
-export interface CacheRequest {
-  readonly method: string;
-  readonly target: string;
-  readonly path: string;
-  readonly headers: IncomingHttpHeaders;
-  readonly caller: Caller;
-  readonly view: PolicyRequest;
-  readonly directives: Directives;
-}
-
-/** What the cache can do for a request (RFC 9111 section 4). */
-export type Selection =
-  | { kind: 'uri-miss' | 'vary-miss' }
-  | { kind: 'fresh'; entry: StoredResponse }
-  | { kind: 'stale-while-revalidate'; entry: StoredResponse }
-  /** `stale`: past its freshness; `request`: the request's directives forbid reuse (5.2.1). */
-  | { kind: 'revalidate'; entry: StoredResponse; reason: 'stale' | 'request' };
-
-/** A request on its way upstream whose response may be stored, unless invalidated meanwhile. */
-export interface Fill {
-  readonly path: string;
-  readonly requestTime: number;
-  poisoned: boolean;
-  end(): void;
-}
-
-/** A response from upstream, as the storing rules read it. */
-export interface ReceivedResponse {
-  status: number;
-  headers: Record<string, string | string[]>;
-  semantics: ResponseSemantics;
-}
-
-/** Whether a response will be stored, and how to build the entry once its body is complete. */
-export type StoreDecision =
-  | { store: true; partition: string; build: (body: Buffer) => StoredResponse }
-  | { store: false; reason: string };
 
 /** The cache of one gateway instance. */
 export interface HttpCache {
@@ -97,6 +61,12 @@ export interface HttpCache {
   select(request: CacheRequest): Selection;
   beginFill(path: string): Fill;
   decide(request: CacheRequest, fill: Fill, response: ReceivedResponse): StoreDecision;
+  /**
+   * A 206 for a response that may be stored (RFC 9111 section 3.4): kept until the pieces with
+   * the same strong validator cover the representation, then stored whole as a 200 built by
+   * `decision`; true once stored.
+   */
+  addPiece(fill: Fill, decision: StoreDecision & { store: true }, piece: Piece): boolean;
   /** Stores unless the fill was invalidated meanwhile; true when stored. */
   commit(fill: Fill, entry: StoredResponse): boolean;
   /** A 304 for a stored response: the updated entry (3.2), stored again unless invalidated. */
@@ -144,6 +114,8 @@ export function createHttpCache(config: CacheConfig, deps: HttpCacheDeps): HttpC
     Math.floor(config.maxBytes * config.maxOwnerShare),
   );
   const fills = new Map<string, Set<Fill>>();
+  // Pieces of a few representations at a time; whole ones are stored as entries.
+  const partials = createPartialStore(Math.min(config.maxBytes, 4 * config.maxEntryBytes));
   const counts = { hit: 0, miss: 0, stale: 0, revalidated: 0, bypass: 0, stored: 0, invalidated: 0 };
 
   const poison = (match: (path: string) => boolean) => {
@@ -153,6 +125,7 @@ export function createHttpCache(config: CacheConfig, deps: HttpCacheDeps): HttpC
     let dropped = 0;
     for (const path of new Set(paths)) {
       dropped += store.deletePath(path);
+      partials.deletePath(path);
       poison((p) => p === path);
     }
     counts.invalidated += dropped;
@@ -161,6 +134,7 @@ export function createHttpCache(config: CacheConfig, deps: HttpCacheDeps): HttpC
   const dropPrefix = (prefix: string) => {
     poison((p) => p.startsWith(prefix));
     const dropped = store.deletePathPrefix(prefix);
+    partials.deletePathPrefix(prefix);
     counts.invalidated += dropped;
     return dropped;
   };
@@ -178,12 +152,20 @@ export function createHttpCache(config: CacheConfig, deps: HttpCacheDeps): HttpC
           },
           onResubscribed() {
             poison(() => true);
+            partials.clear();
             const dropped = store.clear();
             deps.log.warn({ dropped }, 'cache invalidation bus back: stored responses dropped');
           },
         });
 
   const available = () => config.enabled && (bus === undefined || bus.ready());
+
+  function commit(fill: Fill, entry: StoredResponse): boolean {
+    if (fill.poisoned || !available()) return false;
+    const stored = store.set(entry);
+    if (stored) counts.stored++;
+    return stored;
+  }
 
   /** The entry updated from a 304's or a HEAD response's fields, stored again if it still may be. */
   function update(
@@ -298,11 +280,13 @@ export function createHttpCache(config: CacheConfig, deps: HttpCacheDeps): HttpC
         response.semantics.vary.map((name) => [name, varyValue(request.headers, name)] as const),
       );
       const headers = storedHeaders(response.headers, response.semantics.omittedFields);
+      const key = entryKey(primary, varyValues);
       return {
         store: true,
         partition: where.partition,
+        key,
         build: (body) => ({
-          key: entryKey(primary, varyValues),
+          key,
           primary,
           path: request.path,
           owner: where.owner,
@@ -317,11 +301,12 @@ export function createHttpCache(config: CacheConfig, deps: HttpCacheDeps): HttpC
       };
     },
 
-    commit(fill, entry) {
+    commit,
+
+    addPiece(fill, decision, piece) {
       if (fill.poisoned || !available()) return false;
-      const stored = store.set(entry);
-      if (stored) counts.stored++;
-      return stored;
+      const whole = partials.add(decision.key, fill.path, piece);
+      return whole !== undefined && commit(fill, decision.build(whole));
     },
 
     freshen(entry, request, fill, response) {
@@ -383,6 +368,7 @@ export function createHttpCache(config: CacheConfig, deps: HttpCacheDeps): HttpC
 
     async close() {
       await bus?.close();
+      partials.clear();
       store.clear();
     },
   };

@@ -13,6 +13,7 @@ import { appendCacheStatus, formatCacheStatus, type CacheStatus } from '../cache
 import type { CacheRequest, Fill, HttpCache, Outcome, StoredResponse } from '../cache/http-cache.ts';
 import { createCollapseMiss } from '../cache/collapse.ts';
 import { SAFE_METHODS, invalidationTargets } from '../cache/invalidation-targets.ts';
+import { keepPiece } from '../cache/range-pieces.ts';
 import { discard, revalidateInBackground, setValidators, validatorsOf } from '../cache/revalidation.ts';
 import { storedAnswer } from '../cache/stored-answer.ts';
 
@@ -46,9 +47,12 @@ function serveWith(cache: HttpCache, forward: Forward): Stage {
     const request = cache.describe(method, ctx.target, ctx.path, ctx.req.headers, ctx.principal);
     const selection = cache.select(request);
     // Ranges are answered from a fresh complete stored response only (stored-answer.ts);
-    // otherwise the request goes upstream as it came, and no partial answer is stored (3.3).
+    // otherwise the request goes upstream as it came. With nothing stored, a 206 may become
+    // a piece of a stored response (3.4); a stale one is left to the next full request.
     if (method === 'GET' && request.headers.range !== undefined && selection.kind !== 'fresh')
-      return bypassed(ctx, next, cache, method, 'range');
+      return selection.kind === 'uri-miss' || selection.kind === 'vary-miss'
+        ? forwardRange(ctx, next, cache, request)
+        : bypassed(ctx, next, cache, method, 'range');
     switch (selection.kind) {
       case 'fresh':
         note(ctx, cache, 'hit');
@@ -94,6 +98,28 @@ async function bypassed(
   if (reason !== 'route') cache.record('bypass');
   await next();
   finish(ctx.response, { fwd: method === 'GET' || method === 'HEAD' ? 'bypass' : 'method', detail: reason });
+}
+
+/** A range request with nothing stored: forwarded as it came, its 206 kept as a piece when it may be. */
+async function forwardRange(
+  ctx: GatewayContext,
+  next: Next,
+  cache: HttpCache,
+  request: CacheRequest,
+): Promise<void> {
+  ctx.facts.cache = 'bypass';
+  cache.record('bypass');
+  const fill = cache.beginFill(request.path);
+  let kept = false;
+  try {
+    await next();
+    const response = ctx.response;
+    if (response !== undefined && response.problem === undefined)
+      kept = keepPiece(cache, request, fill, response);
+  } finally {
+    if (!kept) fill.end();
+  }
+  finish(ctx.response, { fwd: 'bypass', detail: 'range' });
 }
 
 function bypassReason(ctx: GatewayContext, method: string, cache: HttpCache): string | undefined {

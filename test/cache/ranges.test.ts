@@ -190,3 +190,89 @@ describe('RFC 9111 section 3.3: partial and stale responses', () => {
     expect(origin.count()).toBe(2);
   });
 });
+
+/** An origin that serves ranges itself: 206 for `bytes=a-b`, with ETag `"v<version>"`. */
+async function setupRangeOrigin(state: { version: number; etag?: (v: number) => string }) {
+  clock = createClock();
+  origin = await startOrigin((request) => {
+    const etag = state.etag?.(state.version) ?? `"v${state.version}"`;
+    if (request.method === 'POST') return { headers: { date: clock.date(), 'cache-control': 'no-store' } };
+    const body = request.customer === undefined ? BODY : BODY.toUpperCase();
+    const headers = {
+      date: clock.date(),
+      etag,
+      'content-type': 'text/plain',
+      ...(request.customer === undefined
+        ? { 'cache-control': 'max-age=60' }
+        : { 'cache-control': 'private', 'portico-cache-control': 'max-age=60' }),
+    };
+    const match = /^bytes=(\d+)-(\d+)$/.exec(String(request.headers.range ?? ''));
+    if (match === null) return { headers, body };
+    const [start, end] = [Number(match[1]), Number(match[2])];
+    return {
+      status: 206,
+      headers: { ...headers, 'content-range': `bytes ${start}-${end}/${body.length}` },
+      body: body.slice(start, end + 1),
+    };
+  });
+}
+
+describe('RFC 9111 section 3.4: combining partial content', () => {
+  it('stores the whole response once 206 pieces with one strong validator cover it', async () => {
+    await setupRangeOrigin({ version: 1 });
+    gateway = await startCacheGateway({ upstream: origin.url, clock });
+    expect((await gateway.get('/v1/file', { range: 'bytes=0-9' })).body).toBe('abcdefghij');
+    expect((await gateway.get('/v1/file', { range: 'bytes=10-25' })).body).toBe('klmnopqrstuvwxyz');
+    const range = await gateway.get('/v1/file', { range: 'bytes=5-14' });
+    expect(range.status).toBe(206);
+    expect(range.body).toBe('fghijklmno');
+    expect(range.headers['cache-status']).toMatch(/^Portico; hit/);
+    const whole = await gateway.get('/v1/file');
+    expect(whole.status).toBe(200);
+    expect(whole.body).toBe(BODY);
+    expect(whole.headers['content-range']).toBeUndefined();
+    expect(whole.headers['etag']).toBe('"v1"');
+    expect(origin.count()).toBe(2);
+  });
+
+  it('does not combine pieces whose validators differ, nor pieces with a weak validator', async () => {
+    const state = { version: 1 };
+    await setupRangeOrigin(state);
+    gateway = await startCacheGateway({ upstream: origin.url, clock });
+    await gateway.get('/v1/file', { range: 'bytes=0-9' });
+    state.version = 2;
+    await gateway.get('/v1/file', { range: 'bytes=10-25' });
+    expect((await gateway.get('/v1/file')).headers['cache-status']).toContain('fwd=uri-miss');
+    await gateway.close();
+    await origin.close();
+
+    await setupRangeOrigin({ version: 1, etag: (v) => `W/"v${v}"` });
+    gateway = await startCacheGateway({ upstream: origin.url, clock });
+    await gateway.get('/v1/file', { range: 'bytes=0-9' });
+    await gateway.get('/v1/file', { range: 'bytes=10-25' });
+    expect((await gateway.get('/v1/file')).headers['cache-status']).toContain('fwd=uri-miss');
+  });
+
+  it('drops the pieces kept so far when a write invalidates the path (4.4)', async () => {
+    await setupRangeOrigin({ version: 1 });
+    gateway = await startCacheGateway({ upstream: origin.url, clock });
+    await gateway.get('/v1/file', { range: 'bytes=0-9' });
+    await gateway.send('POST', '/v1/file', {}, 'x');
+    await gateway.get('/v1/file', { range: 'bytes=10-25' });
+    expect((await gateway.get('/v1/file')).headers['cache-status']).toContain('fwd=uri-miss');
+  });
+
+  it('never combines the pieces of two customers', async () => {
+    await setupRangeOrigin({ version: 1 });
+    gateway = await startCacheGateway({ upstream: origin.url, clock, route: { auth: 'required' } });
+    const a = { authorization: 'Test cust-a orders:read' };
+    const b = { authorization: 'Test cust-b orders:read' };
+    await gateway.get('/v1/file', { ...a, range: 'bytes=0-9' });
+    await gateway.get('/v1/file', { ...b, range: 'bytes=10-25' });
+    expect((await gateway.get('/v1/file', a)).headers['cache-status']).toContain('fwd=uri-miss');
+    await gateway.get('/v1/file', { ...b, range: 'bytes=0-9' });
+    const whole = await gateway.get('/v1/file', b);
+    expect(whole.headers['cache-status']).toMatch(/^Portico; hit/);
+    expect(whole.body).toBe(BODY.toUpperCase());
+  });
+});
