@@ -11,8 +11,9 @@ import { DeprecationSchema, checkDeprecation } from './deprecation-schema.ts';
 export const RouteSchema = Type.Object(
   {
     prefix: Type.String({
-      pattern: '^(/[A-Za-z0-9._~-]+)+$',
-      description: 'Path prefix, whole segments, no trailing slash, as `/v1`.',
+      pattern: '^(/|(/[A-Za-z0-9._~-]+)+)$',
+      description:
+        'Path prefix, whole segments, no trailing slash, as `/v1`; `/` alone is a catch-all, taking what no longer prefix matches.',
     }),
     upstream: Type.Optional(
       Type.String({

@@ -1,7 +1,8 @@
 /**
  * Maps a path prefix to its upstream. Prefixes match whole segments (`/v1` takes `/v1` and
- * `/v1/orders`, never `/v10`) and the longest one wins; no match, which includes an unknown
- * API version, is a 404 problem.
+ * `/v1/orders`, never `/v10`) and the longest one wins; `/` takes every path no longer prefix
+ * matches. No match, which includes an unknown API version without a catch-all, is a 404
+ * problem.
  *
  * A path not in its one canonical spelling (shared/canonical-path.ts) is a 404 here, before
  * anything is keyed on it: the rate limits, the cache, the audit and the service then all see
@@ -13,12 +14,17 @@ import type { Stage } from '../pipeline/context.ts';
 import type { RouteDefinition } from './route-schema.ts';
 
 export function createRouteStage(routes: readonly RouteDefinition[]): Stage {
-  const byLength = [...routes].sort((a, b) => b.prefix.length - a.prefix.length);
+  // Longest first, each with the text a path below it starts with (`/` for the catch-all,
+  // whose every path starts so), made once rather than per request.
+  const byLength = [...routes]
+    .sort((a, b) => b.prefix.length - a.prefix.length)
+    .map((route) => ({ route, below: route.prefix === '/' ? '/' : `${route.prefix}/` }));
   return async function route(ctx, next) {
     if (!isCanonicalPath(ctx.path)) throw notCanonical(ctx.path);
-    const match = byLength.find((r) => ctx.path === r.prefix || ctx.path.startsWith(`${r.prefix}/`));
-    if (match === undefined) throw new HttpProblem('ERR_ROUTE_NOT_FOUND', `no route serves ${ctx.path}`);
-    ctx.route = match;
+    const { path } = ctx;
+    const match = byLength.find((r) => path === r.route.prefix || path.startsWith(r.below));
+    if (match === undefined) throw new HttpProblem('ERR_ROUTE_NOT_FOUND', `no route serves ${path}`);
+    ctx.route = match.route;
     await next();
   };
 }

@@ -131,7 +131,7 @@ describe('gateway config', () => {
         'listener.limits.maxBodyBytes: must be >= 0',
         'listener.limits.maxHeaderBytes: must be integer',
         'routes[0].upstream: must be a URL',
-        'routes[1].prefix: must match pattern "^(/[A-Za-z0-9._~-]+)+$"',
+        'routes[1].prefix: must match pattern "^(/|(/[A-Za-z0-9._~-]+)+)$"',
         'routes[1].auth: must be one of required, none',
         'routes[2].prefix: is required',
         'routes[2].extra: unknown key',
