@@ -4,9 +4,12 @@
  * the final answer, and never sent to an HTTP/1.0 client.
  */
 import { createServer, type Server } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http2';
 import { connect, type AddressInfo } from 'node:net';
 import { request } from 'undici';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { closeSession, h2Session } from '../gateway/support/h2-client.ts';
+import { startTestGateway } from '../gateway/support/harness.ts';
 import { createClock, startCacheGateway, type CacheGateway } from './support/cache-gateway.ts';
 
 let upstream: Server;
@@ -90,5 +93,36 @@ describe('RFC 9110 section 15.2: interim responses', () => {
     expect(text).toMatch(/^HTTP\/1\.1 200 /);
     expect(text).not.toMatch(/HTTP\/1\.1 1\d\d /);
     expect(text.endsWith('final 1')).toBe(true);
+  });
+});
+
+describe('RFC 9110 section 15.2 over HTTP/2 (RFC 9113 section 8.1)', () => {
+  it('relays the interim responses as informational HEADERS frames before the final response', async () => {
+    const { port } = upstream.address() as AddressInfo;
+    const gw = await startTestGateway(`http://127.0.0.1:${port}`, {
+      routes: [{ prefix: '/v1', upstream: `http://127.0.0.1:${port}`, auth: 'none', cache: true }],
+    });
+    const session = await h2Session(gw.port, gw.certificate.cert);
+    try {
+      const interim: IncomingHttpHeaders[] = [];
+      const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const stream = session.request({ ':path': '/v1/things' });
+        stream.on('headers', (headers) => interim.push(headers));
+        let status = 0;
+        let body = '';
+        stream.on('response', (headers) => (status = Number(headers[':status'])));
+        stream.setEncoding('utf8');
+        stream.on('data', (chunk: string) => (body += chunk));
+        stream.on('end', () => resolve({ status, body }));
+        stream.on('error', reject);
+        stream.end();
+      });
+      expect(answer).toEqual({ status: 200, body: 'final 1' });
+      expect(interim.map((headers) => headers[':status'])).toEqual([102, 103, 104]);
+      expect(interim[1]?.['link']).toBe('</style.css>; rel=preload; as=style');
+    } finally {
+      await closeSession(session);
+      await gw.close();
+    }
   });
 });
