@@ -29,8 +29,10 @@ describe('deploy/', () => {
       'Secret',
       'Deployment',
       'Service',
+      'PodDisruptionBudget',
       'Deployment',
       'Service',
+      'PodDisruptionBudget',
     ]);
     const names = [
       ...JSON.stringify(compose).matchAll(/"([A-Z][A-Z_]+)":/g),
