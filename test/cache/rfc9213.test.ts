@@ -139,6 +139,28 @@ describe('RFC 9213 section 2.2: the configured order of targeted fields, first m
   });
 });
 
+describe('RFC 9213 with RFC 9111 section 3.5: targeted fields on requests with credentials', () => {
+  it('keeps a CDN-Cache-Control response for the customer and scopes that asked, never for another', async () => {
+    clock = createClock();
+    origin = await startOrigin((request) => ({
+      headers: { date: clock.date(), 'cache-control': 'private', 'cdn-cache-control': 'max-age=60' },
+      body: `data of ${request.customer ?? 'nobody'}`,
+    }));
+    gateway = await startCacheGateway({ upstream: origin.url, clock, route: { auth: 'required' } });
+    open = { gateway, origin };
+    const a = { authorization: 'Test cust-a orders:read' };
+    await gateway.get('/v1/things', a);
+    const hit = await gateway.get('/v1/things', a);
+    expect(hit.headers['cache-status']).toMatch(/^Portico; hit/);
+    expect(hit.body).toBe('data of cust-a');
+    const other = await gateway.get('/v1/things', { authorization: 'Test cust-b orders:read' });
+    expect(other.body).toBe('data of cust-b');
+    const fewerScopes = await gateway.get('/v1/things', { authorization: 'Test cust-a' });
+    expect(fewerScopes.headers['cache-status']).toContain('fwd=uri-miss');
+    expect(origin.count()).toBe(3);
+  });
+});
+
 describe('RFC 9213 section 2.1: the field is a Structured Fields dictionary', () => {
   it('ignores a field with a parse error (upper case key, space around "=", a stray token): Cache-Control applies', async () => {
     for (const field of ['MaX-aGe=3600', 'max-age =100', 'max-age= 100', 'max-age=10000, &&&&&']) {
