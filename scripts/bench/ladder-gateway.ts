@@ -28,6 +28,8 @@ export interface LadderGatewayOptions {
   auditLog: string;
   /** The client side of mutual TLS to an https: upstream. */
   upstreamTls?: { caFile: string; certFile: string; keyFile: string };
+  /** Where spans go when the rung exports them (an OTLP/HTTP traces URL). */
+  otlpEndpoint?: string;
 }
 
 const options = JSON.parse(process.argv[2] ?? '{}') as LadderGatewayOptions;
@@ -37,6 +39,7 @@ if (rung === undefined) throw new Error(`no ladder rung ${options.rung}`);
 const { config } = parseConfig({
   listener: { tls: { certFile: options.certFile, keyFile: options.keyFile } },
   admin: { stageTiming: rung.stageTiming },
+  ...(options.otlpEndpoint === undefined ? {} : { tracing: { otlp: { endpoint: options.otlpEndpoint } } }),
   ...(options.upstreamTls === undefined
     ? {}
     : { proxy: { upstreamTls: [{ origin: new URL(options.upstream).origin, ...options.upstreamTls }] } }),

@@ -19,6 +19,8 @@ export interface Rung {
   stageTiming: boolean;
   /** The hop to the upstream is mutual TLS (as to the resource service by default), not plain HTTP. */
   upstreamTls: boolean;
+  /** Spans exported over OTLP/HTTP (tracing.otlp.endpoint) to a local sink: the static upstream. */
+  traceExport: boolean;
 }
 
 const BASE = {
@@ -28,6 +30,7 @@ const BASE = {
   accounting: false,
   stageTiming: false,
   upstreamTls: false,
+  traceExport: false,
 } as const;
 
 /** The full pipeline as it ships, on the plain hop the peer also uses. */
@@ -41,6 +44,7 @@ const SHIPPED: Rung = {
   accounting: true,
   stageTiming: true,
   upstreamTls: false,
+  traceExport: false,
 };
 
 export const RUNGS: readonly Rung[] = [
@@ -48,12 +52,12 @@ export const RUNGS: readonly Rung[] = [
     ...BASE,
     name: 'ladder 1: TLS pass-through',
     note: 'listener, TLS, proxy with the upstream pool; no other stage',
-    without: ['request-id', 'hygiene', 'route', 'authenticate', 'rate-limit', 'cache'],
+    without: ['request-id', 'trace-context', 'hygiene', 'route', 'authenticate', 'rate-limit', 'cache'],
   },
   {
     ...BASE,
-    name: 'ladder 2: + request id, hygiene, route',
-    note: 'the three stages every request passes first',
+    name: 'ladder 2: + request id, trace context, hygiene, route',
+    note: 'the four stages every request passes first (a new W3C trace per request, not exported)',
     without: ['authenticate', 'rate-limit', 'cache'],
   },
   {
@@ -104,5 +108,11 @@ export const RUNGS: readonly Rung[] = [
     name: 'ladder 9: + mutual TLS upstream',
     note: 'the full pipeline, the hop to the upstream over mutual TLS: the default to the service',
     upstreamTls: true,
+  },
+  {
+    ...SHIPPED,
+    name: 'ladder 10: + span export (OTLP/HTTP)',
+    note: 'rung 8 with tracing.otlp.endpoint set: a span per request, batched to a local sink (the static upstream)',
+    traceExport: true,
   },
 ];

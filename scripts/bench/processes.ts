@@ -220,6 +220,8 @@ async function startLadder(
         redisUrl: stores.redisUrl,
         redisPrefix: `${stores.redisPrefix}ladder${index}:`,
         auditLog: join(dir, `ladder${index}-audit.log`),
+        // The plain static upstream reads any POST and answers 200: a collector costing nothing measured.
+        ...(rung.traceExport ? { otlpEndpoint: `${upstreams.plain}/v1/traces` } : {}),
       };
       const child = startNode(
         // The shipped gateway's node flags (memory settings), so every rung runs as production does.
