@@ -14,13 +14,23 @@
  *
  * A fetch counts as in flight until its answer is stored or known not to be: a streamed body
  * is stored when it ends, so the flight lasts until then.
+ *
+ * A key whose answer served no waiter is not collapsed again for a while (Varnish's
+ * hit-for-miss): otherwise every burst for a resource that is never stored (no-store) would
+ * make all but one request wait a whole upstream round trip before going upstream anyway.
  */
 import type { Readable } from 'node:stream';
+import { LRUCache } from 'lru-cache';
 import { hasRequestBody } from '../edge/request-body.ts';
 import { ClientGoneError, type GatewayContext } from '../pipeline/context.ts';
 import { DEFAULT_COLLAPSE } from './collapse-config.ts';
 import type { CacheRequest, HttpCache, StoredResponse } from './http-cache.ts';
 import { SHARED_PARTITION } from './partition.ts';
+
+/** How long a key whose answer served no waiter goes upstream without waiting. */
+const PASS_MS = 30_000;
+/** Keys remembered so; past it the least recently marked are forgotten (they only wait once more). */
+const MAX_PASSES = 10_000;
 
 /**
  * Runs `fetch` for a miss, or waits for the same miss in flight: resolves with a stored
@@ -35,6 +45,7 @@ export type CollapseMiss = (
 export function createCollapseMiss(cache: HttpCache): CollapseMiss {
   const config = cache.config.collapse ?? DEFAULT_COLLAPSE;
   const flights = new Map<string, Promise<void>>();
+  const passes = new LRUCache<string, true>({ max: MAX_PASSES, ttl: PASS_MS, ttlAutopurge: false });
 
   async function lead(key: string, ctx: GatewayContext, fetch: () => Promise<void>): Promise<undefined> {
     let land!: () => void;
@@ -60,11 +71,12 @@ export function createCollapseMiss(cache: HttpCache): CollapseMiss {
     const key = config.enabled ? collapseKey(ctx, request) : undefined;
     if (key === undefined) return fetch().then(() => undefined);
     const flight = flights.get(key);
-    if (flight === undefined) return lead(key, ctx, fetch);
+    if (flight === undefined) return passes.has(key) ? fetch().then(() => undefined) : lead(key, ctx, fetch);
     const landed = await waitFor(flight, config.maxWaitMs, ctx);
     if (landed) {
       const selection = cache.select(request);
       if (selection.kind === 'fresh') return selection.entry;
+      passes.set(key, true);
     }
     await fetch();
     return undefined;

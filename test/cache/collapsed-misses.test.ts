@@ -75,6 +75,12 @@ describe('collapsed misses', () => {
     // They waited for the first answer (held 150 ms), then went upstream together.
     const [first = 0, ...others] = arrivals;
     expect(others.every((at) => at - first >= 140)).toBe(true);
+
+    // Remembered: the next burst for it goes upstream at once, nobody waits (hit-for-miss).
+    arrivals.length = 0;
+    await burst(5, () => gateway!.get('/v1/volatile'));
+    expect(up.count('/v1/volatile')).toBe(10);
+    expect(Math.max(...arrivals) - Math.min(...arrivals)).toBeLessThan(100);
     expect(answers.every((a) => a.status === 200 && a.body === 'x')).toBe(true);
   });
 
