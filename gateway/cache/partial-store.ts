@@ -39,6 +39,10 @@ export interface PartialStore {
 }
 
 const OVERHEAD = 256;
+/** What one kept range costs besides its bytes (its Buffer and record), counted against the bound. */
+const RANGE_OVERHEAD = 96;
+/** Pieces of one representation beyond this start over: many tiny ranges cost memory, not bytes. */
+const MAX_PIECES = 64;
 
 /** A store holding at most `maxBytes` of pieces. */
 export function createPartialStore(maxBytes: number): PartialStore {
@@ -52,10 +56,15 @@ export function createPartialStore(maxBytes: number): PartialStore {
   return {
     add(key, path, piece) {
       let entry = pieces.get(key);
-      if (entry === undefined || entry.etag !== piece.etag || entry.total !== piece.total)
+      if (
+        entry === undefined ||
+        entry.etag !== piece.etag ||
+        entry.total !== piece.total ||
+        entry.ranges.length >= MAX_PIECES
+      )
         entry = { path, etag: piece.etag, total: piece.total, ranges: [], size: 0 };
       entry.ranges.push({ first: piece.first, bytes: piece.bytes });
-      entry.size += piece.bytes.length;
+      entry.size += piece.bytes.length + RANGE_OVERHEAD;
       const whole = assemble(entry);
       if (whole !== undefined) {
         pieces.delete(key);
