@@ -4,6 +4,8 @@
  * file changes). With GATEWAY_WORKERS above 1 this process is the primary of that many
  * gateway processes (workers.ts), each of which runs this same entry.
  */
+// First: on a Node.js too old, one line and exit 1 before any other module runs.
+import '../scripts/node-check.js';
 import cluster from 'node:cluster';
 import { installCrashGuard } from '../shared/crash-guard.ts';
 import { ConfigError } from './config/load.ts';

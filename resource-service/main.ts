@@ -12,6 +12,8 @@
  * SIGTERM/SIGINT drain: no new connections, requests in flight answered, then exit 0; whatever
  * still runs after SERVICE_SHUTDOWN_TIMEOUT_MS is cut.
  */
+// First: on a Node.js too old, one line and exit 1 before any other module runs.
+import '../scripts/node-check.js';
 import { pino } from 'pino';
 import { installCrashGuard } from '../shared/crash-guard.ts';
 import { ServiceConfigError } from './config.ts';
