@@ -8,7 +8,15 @@
  */
 import { execFileSync, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { appendFileSync, chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  chownSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -22,8 +30,18 @@ import {
 } from './support/scale-fixture.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
-const PG_BIN = '/usr/lib/postgresql/15/bin';
-const unavailable = namespacesUnavailable();
+/** The newest PostgreSQL server installed the Debian way, for the database host. */
+const PG_BIN = (() => {
+  try {
+    const versions = readdirSync('/usr/lib/postgresql').sort((a, b) => Number(b) - Number(a));
+    return versions.map((v) => `/usr/lib/postgresql/${v}/bin`).find((bin) => existsSync(`${bin}/initdb`));
+  } catch {
+    return undefined;
+  }
+})();
+const unavailable =
+  namespacesUnavailable() ??
+  (PG_BIN === undefined ? 'no PostgreSQL server binaries (/usr/lib/postgresql/*/bin/initdb)' : undefined);
 if (unavailable !== undefined) console.warn(`test/scale/namespaces.test.ts skipped: ${unavailable}`);
 
 let network: HostNetwork;
@@ -67,7 +85,7 @@ async function startPostgres(host: Host): Promise<string> {
   chownSync(data, Number(execFileSync('id', ['-u', 'postgres']).toString()), 0);
   execFileSync(
     'runuser',
-    ['-u', 'postgres', '--', `${PG_BIN}/initdb`, '-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync'],
+    ['-u', 'postgres', '--', `${PG_BIN!}/initdb`, '-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync'],
     {
       stdio: 'ignore',
     },
@@ -78,7 +96,7 @@ async function startPostgres(host: Host): Promise<string> {
     '-u',
     'postgres',
     '--',
-    `${PG_BIN}/postgres`,
+    `${PG_BIN!}/postgres`,
     '-D',
     data,
     '-c',

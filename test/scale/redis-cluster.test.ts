@@ -10,7 +10,7 @@ import { createRedisApiKeyStore } from '../../gateway/identity/api-key-store.ts'
 import { createRedisConnection, parseHostPorts, waitForRedis, type RedisClient } from '../../shared/redis.ts';
 import type { GatewayProcess } from '../gateway/support/gateway-process.ts';
 import { startRedisCluster, type OwnRedisCluster } from '../support/redis-cluster.ts';
-import { loadThroughFailover, spread, tally } from './support/failover-load.ts';
+import { FAILOVER_TEST_TIMEOUT_MS, loadThroughFailover, spread, tally } from './support/failover-load.ts';
 import {
   freshCustomer,
   LIMIT,
@@ -96,43 +96,48 @@ describe('Redis Cluster (REDIS_CLUSTER_NODES)', () => {
     expect(after).toContain('fwd=uri-miss');
   });
 
-  it('the master holding the limit is killed under load: answered throughout, back without restart, exact after', async () => {
-    const { gateways, prefix } = await twoGateways();
-    const revoked = fixture.apiKey(freshCustomer());
-    await createRedisApiKeyStore(await clusterClient(prefix)).revoke(revoked.id);
-    const valid = await Promise.all(
-      Array.from({ length: 8 }, async () => `Bearer ${await fixture.token(freshCustomer())}`),
-    );
-    const master = await cluster.masterOf(`${prefix}rl:{p:default:60}:any`);
+  it(
+    'the master holding the limit is killed under load: answered throughout, back without restart, exact after',
+    async () => {
+      const { gateways, prefix } = await twoGateways();
+      const revoked = fixture.apiKey(freshCustomer());
+      await createRedisApiKeyStore(await clusterClient(prefix)).revoke(revoked.id);
+      const valid = await Promise.all(
+        Array.from({ length: 8 }, async () => `Bearer ${await fixture.token(freshCustomer())}`),
+      );
+      const master = await cluster.masterOf(`${prefix}rl:{p:default:60}:any`);
 
-    const outcome = await loadThroughFailover(
-      fixture,
-      gateways,
-      { valid, badToken: `${valid[0]!.slice(0, -4)}AAAA`, revokedKey: `ApiKey ${revoked.key}` },
-      () => master.kill(),
-    );
-    const byKind = tally(outcome.answers);
-    console.log(
-      `cluster failover: window ${outcome.windowMs} ms, ready after ${outcome.readyMs.join('/')} ms`,
-      byKind,
-    );
-    expect(outcome.errors).toEqual([]);
-    expect(Object.keys(byKind.valid).map(Number).sort()).toEqual(expect.arrayContaining([200]));
-    for (const status of Object.keys(byKind.valid).map(Number)) expect([200, 429, 503]).toContain(status);
-    expect(Object.keys(byKind['bad-token'])).toEqual(['401']);
-    for (const status of Object.keys(byKind['revoked-key']).map(Number)) expect([401, 503]).toContain(status);
-    expect(Math.max(...outcome.readyMs)).toBeLessThan(30_000);
-    expect(outcome.windowMs).toBeLessThan(30_000);
+      const outcome = await loadThroughFailover(
+        fixture,
+        gateways,
+        { valid, badToken: `${valid[0]!.slice(0, -4)}AAAA`, revokedKey: `ApiKey ${revoked.key}` },
+        () => master.kill(),
+      );
+      const byKind = tally(outcome.answers);
+      console.log(
+        `cluster failover: window ${outcome.windowMs} ms, ready after ${outcome.readyMs.join('/')} ms`,
+        byKind,
+      );
+      expect(outcome.errors).toEqual([]);
+      expect(Object.keys(byKind.valid).map(Number).sort()).toEqual(expect.arrayContaining([200]));
+      for (const status of Object.keys(byKind.valid).map(Number)) expect([200, 429, 503]).toContain(status);
+      expect(Object.keys(byKind['bad-token'])).toEqual(['401']);
+      for (const status of Object.keys(byKind['revoked-key']).map(Number))
+        expect([401, 503]).toContain(status);
+      expect(Math.max(...outcome.readyMs)).toBeLessThan(30_000);
+      expect(outcome.windowMs).toBeLessThan(30_000);
 
-    // On the promoted replica: a fresh customer gets exactly the limit again.
-    expect(await cluster.masterOf(`${prefix}rl:{p:default:60}:any`)).not.toBe(master);
-    const statuses = await spread(
-      fixture,
-      gateways,
-      `Bearer ${await fixture.token(freshCustomer())}`,
-      LIMIT + 10,
-    );
-    expect(statuses.filter((s) => s === 200)).toHaveLength(LIMIT);
-    expect(statuses.filter((s) => s === 429)).toHaveLength(10);
-  });
+      // On the promoted replica: a fresh customer gets exactly the limit again.
+      expect(await cluster.masterOf(`${prefix}rl:{p:default:60}:any`)).not.toBe(master);
+      const statuses = await spread(
+        fixture,
+        gateways,
+        `Bearer ${await fixture.token(freshCustomer())}`,
+        LIMIT + 10,
+      );
+      expect(statuses.filter((s) => s === 200)).toHaveLength(LIMIT);
+      expect(statuses.filter((s) => s === 429)).toHaveLength(10);
+    },
+    FAILOVER_TEST_TIMEOUT_MS,
+  );
 });

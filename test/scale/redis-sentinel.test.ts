@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createRedisApiKeyStore } from '../../gateway/identity/api-key-store.ts';
 import { createRedisConnection, parseHostPorts, waitForRedis, type RedisClient } from '../../shared/redis.ts';
 import { startRedisSentinel, type OwnRedisSentinel } from '../support/redis-sentinel.ts';
-import { loadThroughFailover, spread, tally } from './support/failover-load.ts';
+import { FAILOVER_TEST_TIMEOUT_MS, loadThroughFailover, spread, tally } from './support/failover-load.ts';
 import {
   freshCustomer,
   LIMIT,
@@ -47,59 +47,65 @@ async function sentinelClient(prefix: string): Promise<RedisClient> {
 }
 
 describe('Redis Sentinel (REDIS_SENTINELS, REDIS_SENTINEL_NAME)', () => {
-  it('the master is killed under load: answered throughout, the promoted replica followed, exact after', async () => {
-    const prefix = `${inject('redisPrefix')}${randomUUID()}:`;
-    const env = {
-      REDIS_SENTINELS: sentinel.addresses,
-      REDIS_SENTINEL_NAME: sentinel.name,
-      PORTICO_REDIS_PREFIX: prefix,
-    };
-    const gateways = await Promise.all([
-      fixture.gateway(policy('deny'), env),
-      fixture.gateway(policy('deny'), env),
-    ]);
-    // Exact before: both gateways count in the master the sentinels name.
-    const before = await spread(
-      fixture,
-      gateways,
-      `Bearer ${await fixture.token(freshCustomer())}`,
-      LIMIT + 10,
-    );
-    expect(before.filter((s) => s === 200)).toHaveLength(LIMIT);
+  it(
+    'the master is killed under load: answered throughout, the promoted replica followed, exact after',
+    async () => {
+      const prefix = `${inject('redisPrefix')}${randomUUID()}:`;
+      const env = {
+        REDIS_SENTINELS: sentinel.addresses,
+        REDIS_SENTINEL_NAME: sentinel.name,
+        PORTICO_REDIS_PREFIX: prefix,
+      };
+      const gateways = await Promise.all([
+        fixture.gateway(policy('deny'), env),
+        fixture.gateway(policy('deny'), env),
+      ]);
+      // Exact before: both gateways count in the master the sentinels name.
+      const before = await spread(
+        fixture,
+        gateways,
+        `Bearer ${await fixture.token(freshCustomer())}`,
+        LIMIT + 10,
+      );
+      expect(before.filter((s) => s === 200)).toHaveLength(LIMIT);
 
-    const revoked = fixture.apiKey(freshCustomer());
-    await createRedisApiKeyStore(await sentinelClient(prefix)).revoke(revoked.id);
-    const valid = await Promise.all(
-      Array.from({ length: 8 }, async () => `Bearer ${await fixture.token(freshCustomer())}`),
-    );
-    const outcome = await loadThroughFailover(
-      fixture,
-      gateways,
-      { valid, badToken: `${valid[0]!.slice(0, -4)}AAAA`, revokedKey: `ApiKey ${revoked.key}` },
-      () => sentinel.master.kill(),
-    );
-    const byKind = tally(outcome.answers);
-    console.log(
-      `sentinel failover: window ${outcome.windowMs} ms, ready after ${outcome.readyMs.join('/')} ms`,
-      byKind,
-    );
-    expect(outcome.errors).toEqual([]);
-    for (const status of Object.keys(byKind.valid).map(Number)) expect([200, 429, 503]).toContain(status);
-    expect(Object.keys(byKind['bad-token'])).toEqual(['401']);
-    for (const status of Object.keys(byKind['revoked-key']).map(Number)) expect([401, 503]).toContain(status);
-    expect(Math.max(...outcome.readyMs)).toBeLessThan(30_000);
-    expect(outcome.windowMs).toBeLessThan(30_000);
+      const revoked = fixture.apiKey(freshCustomer());
+      await createRedisApiKeyStore(await sentinelClient(prefix)).revoke(revoked.id);
+      const valid = await Promise.all(
+        Array.from({ length: 8 }, async () => `Bearer ${await fixture.token(freshCustomer())}`),
+      );
+      const outcome = await loadThroughFailover(
+        fixture,
+        gateways,
+        { valid, badToken: `${valid[0]!.slice(0, -4)}AAAA`, revokedKey: `ApiKey ${revoked.key}` },
+        () => sentinel.master.kill(),
+      );
+      const byKind = tally(outcome.answers);
+      console.log(
+        `sentinel failover: window ${outcome.windowMs} ms, ready after ${outcome.readyMs.join('/')} ms`,
+        byKind,
+      );
+      expect(outcome.errors).toEqual([]);
+      for (const status of Object.keys(byKind.valid).map(Number)) expect([200, 429, 503]).toContain(status);
+      expect(Object.keys(byKind['bad-token'])).toEqual(['401']);
+      for (const status of Object.keys(byKind['revoked-key']).map(Number))
+        expect([401, 503]).toContain(status);
+      expect(Math.max(...outcome.readyMs)).toBeLessThan(30_000);
+      expect(outcome.windowMs).toBeLessThan(30_000);
 
-    expect(await sentinel.currentMasterPort()).toBe(sentinel.replica.port);
-    const after = await spread(
-      fixture,
-      gateways,
-      `Bearer ${await fixture.token(freshCustomer())}`,
-      LIMIT + 10,
-    );
-    expect(after.filter((s) => s === 200)).toHaveLength(LIMIT);
-    expect(after.filter((s) => s === 429)).toHaveLength(10);
-    // The revocation was replicated before the kill: still refused by both, now from the replica.
-    for (const g of gateways) expect((await fixture.call(g.port, `ApiKey ${revoked.key}`)).status).toBe(401);
-  });
+      expect(await sentinel.currentMasterPort()).toBe(sentinel.replica.port);
+      const after = await spread(
+        fixture,
+        gateways,
+        `Bearer ${await fixture.token(freshCustomer())}`,
+        LIMIT + 10,
+      );
+      expect(after.filter((s) => s === 200)).toHaveLength(LIMIT);
+      expect(after.filter((s) => s === 429)).toHaveLength(10);
+      // The revocation was replicated before the kill: still refused by both, now from the replica.
+      for (const g of gateways)
+        expect((await fixture.call(g.port, `ApiKey ${revoked.key}`)).status).toBe(401);
+    },
+    FAILOVER_TEST_TIMEOUT_MS,
+  );
 });

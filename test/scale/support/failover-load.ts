@@ -34,6 +34,8 @@ export interface Credentials {
   revokedKey: string;
 }
 
+/** A failover test's own timeout: up to 30 s for the gateways to be ready again, on a busy machine. */
+export const FAILOVER_TEST_TIMEOUT_MS = 60_000;
 const CONCURRENCY = 6;
 const WARM_UP_MS = 500;
 const AFTER_READY_MS = 1000;
