@@ -21,7 +21,7 @@ import { createClientIp } from './edge/client-ip.ts';
 import { createAuthenticator, type Authenticator } from './identity/authenticate.ts';
 import { createDeprecatedCallCounter } from './observability/deprecation-metrics.ts';
 import { createMetrics, type GatewayMetrics } from './observability/metrics.ts';
-import { createOtlpExporter } from './observability/otlp-exporter.ts';
+import { createOtlpExporter, registerExportMetrics } from './observability/otlp-exporter.ts';
 import { createRequestAccounting } from './observability/request-accounting.ts';
 import { compose } from './pipeline/compose.ts';
 import { createRequestHandler, type RequestHandler } from './pipeline/request-handler.ts';
@@ -123,7 +123,10 @@ export async function buildGateway(
   const { endpoint } = config.tracing.otlp;
   const spanExporter =
     endpoint === undefined ? undefined : createOtlpExporter({ ...config.tracing.otlp, endpoint }, log);
-  if (spanExporter !== undefined) lifecycle.defer('span exporter', () => spanExporter.close());
+  if (spanExporter !== undefined) {
+    registerExportMetrics(metrics.registry, spanExporter);
+    lifecycle.defer('span exporter', () => spanExporter.close());
+  }
   const stages = createStages(
     config,
     {

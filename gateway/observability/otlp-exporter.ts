@@ -12,6 +12,7 @@
  * collector that fails or hangs costs its batch, counted, never a request.
  */
 import type { Logger } from 'pino';
+import { Gauge, type Registry } from 'prom-client';
 import { Pool } from 'undici';
 import type { OtlpExportConfig } from '../stages/tracing-schema.ts';
 
@@ -44,6 +45,29 @@ export interface SpanExporter {
 }
 
 type RequiredExport = OtlpExportConfig & { endpoint: string };
+
+/** The exporter's counts in /metrics, read when scraped. */
+export function registerExportMetrics(registry: Registry, exporter: SpanExporter): void {
+  const series: [string, string, keyof ExportStats][] = [
+    ['portico_trace_spans_exported', 'Spans the OTLP collector accepted since start.', 'exported'],
+    [
+      'portico_trace_spans_dropped',
+      'Spans dropped since start: queue full, or their export failed.',
+      'dropped',
+    ],
+    ['portico_trace_spans_queued', 'Spans waiting for export.', 'queued'],
+  ];
+  for (const [name, help, key] of series) {
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        this.set(exporter.stats()[key]);
+      },
+    });
+  }
+}
 
 export function createOtlpExporter(config: RequiredExport, log: Logger): SpanExporter {
   const url = new URL(config.endpoint);

@@ -354,6 +354,9 @@ describe('OTLP/HTTP export of spans', () => {
     for (let i = 0; i < 3; i++) expect((await get(gw, '/v1/orders')).statusCode).toBe(200);
     await expect.poll(() => receiver.requests.length, { timeout: 3000 }).toBeGreaterThan(0);
     await expect.poll(() => gw.logText(), { timeout: 3000 }).toMatch(/span export refused with status 503/);
+    const metrics = await (await request(`${gw.adminOrigin}/metrics`)).body.text();
+    expect(metrics).toMatch(/^portico_trace_spans_dropped [1-9]/m);
+    expect(metrics).toMatch(/^portico_trace_spans_exported 0$/m);
   });
 
   it('flushes what is queued when the gateway closes', async () => {
