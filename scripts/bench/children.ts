@@ -161,6 +161,33 @@ export function peakRssMiB(pid: number): number {
   return Number(kib ?? 0) / 1024;
 }
 
+/**
+ * The process and its children (a gateway with GATEWAY_WORKERS is a primary and its workers):
+ * their CPU and memory are the gateway's.
+ */
+export function processTree(pid: number): number[] {
+  let children: number[] = [];
+  try {
+    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+      .split(' ')
+      .filter(Boolean)
+      .map(Number);
+  } catch {
+    // gone, or a kernel without the children file: the process alone
+  }
+  return [pid, ...children.flatMap(processTree)];
+}
+
+/** cpuMicros summed over a process and its children that are alive now. */
+export function treeCpuMicros(pid: number): number {
+  return processTree(pid).reduce((sum, each) => sum + cpuMicros(each), 0);
+}
+
+/** peakRssMiB summed over a process and its children. */
+export function treePeakRssMiB(pid: number): number {
+  return processTree(pid).reduce((sum, each) => sum + peakRssMiB(each), 0);
+}
+
 /** Busy and total jiffies per CPU (/proc/stat), to show what else ran during a row. */
 export function cpuJiffies(): Map<number, { busy: number; total: number }> {
   const result = new Map<number, { busy: number; total: number }>();

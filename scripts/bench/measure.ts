@@ -11,9 +11,10 @@ import {
   cpuJiffies,
   cpuMicros,
   moveToCpu,
-  peakRssMiB,
   startNode,
   stdoutOf,
+  treeCpuMicros,
+  treePeakRssMiB,
 } from './children.ts';
 import type { LoadOptions, LoadResult } from './load.ts';
 import type { Running, Settings } from './processes.ts';
@@ -111,10 +112,11 @@ export async function measureRow(
   const countersBefore = row.gateway === undefined ? undefined : await gatewayCounters(row.gateway.admin);
   const auditBefore = countLines(row.gateway?.auditLog);
   const machine = cpuJiffies();
-  const before = { measured: cpuMicros(pid), service: cpuMicros(service.pid!), at: performance.now() };
+  // The measured process with its children: a gateway with GATEWAY_WORKERS works in its workers.
+  const before = { measured: treeCpuMicros(pid), service: cpuMicros(service.pid!), at: performance.now() };
   const result = await runLoad(running, { ...load, headers: row.headers() });
   await sleep(SETTLE_MS);
-  const after = { measured: cpuMicros(pid), service: cpuMicros(service.pid!), at: performance.now() };
+  const after = { measured: treeCpuMicros(pid), service: cpuMicros(service.pid!), at: performance.now() };
   const machineBusy = cpuBusySince(machine);
   const countersAfter = row.gateway === undefined ? undefined : await gatewayCounters(row.gateway.admin);
 
@@ -137,7 +139,7 @@ export async function measureRow(
     serviceCpuMicros: after.service - before.service,
     // Near 100 % means this process was the bottleneck.
     busyPercent: (measuredCpu / ((after.at - before.at) * 1000)) * 100,
-    peakRssMiB: peakRssMiB(pid),
+    peakRssMiB: treePeakRssMiB(pid),
     checks,
     probeStatus: check.status,
     cacheStatus: check.cacheStatus,

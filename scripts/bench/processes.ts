@@ -45,6 +45,8 @@ export interface Running {
   peer: { process: ChildProcess; url: string };
   staticPeer: { process: ChildProcess; url: string };
   ladder: GatewayProcess[];
+  /** The shipped gateway on the static upstream with GATEWAY_WORKERS 1 and 2. */
+  workers: GatewayProcess[];
 }
 
 async function writeCertificate(dir: string): Promise<{ cert: string; certFile: string; keyFile: string }> {
@@ -57,6 +59,7 @@ async function writeCertificate(dir: string): Promise<{ cert: string; certFile: 
 }
 
 function gatewayConfig(serviceUrl: string): object {
+  // The full pipeline, as shipped; the workers rows send it to the static upstream.
   return {
     listener: { tls: { certFile: 'bench.crt', keyFile: 'bench.key' } },
     routes: [{ prefix: '/v1', upstream: serviceUrl, auth: 'required', cache: true }],
@@ -170,6 +173,50 @@ async function startMainGateway(
   return { process: gateway, url: `https://127.0.0.1:${port}`, admin, auditLog };
 }
 
+/**
+ * The shipped gateway with GATEWAY_WORKERS=`count` on the static upstream. One worker is pinned
+ * like every measured process; two get both CPUs (pinning them to one would measure nothing),
+ * which they share with the load generator, the upstream and Redis on a small machine.
+ */
+async function startWorkersGateway(
+  count: number,
+  stores: BenchStores,
+  placement: Placement,
+  dir: string,
+  settings: Settings,
+  upstream: string,
+): Promise<GatewayProcess> {
+  const [port, adminPort] = [await freePort(), await freePort()];
+  const configFile = join(dir, `workers${count}.json`);
+  writeFileSync(
+    configFile,
+    JSON.stringify({ ...gatewayConfig(upstream), routes: [{ prefix: '/v1', upstream, cache: true }] }),
+  );
+  const name = `workers${count}`;
+  const gateway = startNode([...gatewayNodeArgs(), ...shippedGatewayCommand()], {
+    cpu: count === 1 ? placement.measured : undefined,
+    logFile: join(dir, `${name}.stderr`),
+    env: childEnv(settings, {
+      GATEWAY_WORKERS: String(count),
+      GATEWAY_PORT: String(port),
+      ADMIN_PORT: String(adminPort),
+      PORTICO_CONFIG: configFile,
+      PORTICO_DATA_DIR: dir,
+      PORTICO_AUDIT_LOG: join(dir, `${name}-audit.log`),
+      REDIS_URL: stores.redisUrl,
+      PORTICO_REDIS_PREFIX: `${stores.redisPrefix}${name}:`,
+    }),
+  });
+  const admin = `http://127.0.0.1:${adminPort}`;
+  await waitUntil(`gateway with ${count} workers`, gateway, () => answers(`${admin}/readyz`));
+  return {
+    process: gateway,
+    url: `https://127.0.0.1:${port}`,
+    admin,
+    auditLog: join(dir, `${name}-audit.log`),
+  };
+}
+
 async function startPeer(
   name: string,
   upstream: string,
@@ -270,7 +317,22 @@ export async function startProcesses(
     mutualTls: tlsUrl,
     pki,
   });
-  return { dir, caCert: files.cert, placement, service, serviceUrl, gateway, peer, staticPeer, ladder };
+  // One after the other: the data dir is shared, and a start creates what it lacks.
+  const workers = [];
+  for (const count of [1, 2])
+    workers.push(await startWorkersGateway(count, stores, placement, dir, settings, staticUrl));
+  return {
+    dir,
+    caCert: files.cert,
+    placement,
+    service,
+    serviceUrl,
+    gateway,
+    peer,
+    staticPeer,
+    ladder,
+    workers,
+  };
 }
 
 /** The ladder's static upstream, plain or (with certificate, key and client CA) mutual TLS. */
@@ -301,5 +363,7 @@ export function childLogNames(): string[] {
     'static-upstream-tls',
     'static-peer',
     ...RUNGS.map((_, i) => `ladder${i}`),
+    'workers1',
+    'workers2',
   ];
 }

@@ -131,7 +131,24 @@ export async function defineRows(running: Running, tls: Agent): Promise<Row[]> {
       note: 'HTTPS + keep-alive pass-through: no auth/limit/cache/audit/log',
     },
   ];
-  return [...main, ...ladderRows(running, bearer)];
+  return [...main, ...workerRows(running, bearer), ...ladderRows(running, bearer)];
+}
+
+/** The shipped gateway on the static upstream with one worker and with two (GATEWAY_WORKERS). */
+function workerRows(running: Running, bearer: Record<string, string>): Row[] {
+  return running.workers.map((gateway, index) => ({
+    name: `gateway, ${index + 1} worker${index === 0 ? '' : 's'} (static upstream)`,
+    group: 'main',
+    measured: { process: gateway.process, role: 'gateway' },
+    gateway,
+    url: `${gateway.url}/v1/orders/static`,
+    headers: () => ({ ...bearer, 'cache-control': 'no-store' }),
+    expectedStatus: 200,
+    note:
+      index === 0
+        ? 'GATEWAY_WORKERS=1: full pipeline to the static upstream, one CPU'
+        : 'GATEWAY_WORKERS=2: the same, two worker processes on both CPUs (shared with the load generator)',
+  }));
 }
 
 function ladderRows(running: Running, bearer: Record<string, string>): Row[] {
