@@ -1,6 +1,6 @@
 /**
  * The resource service as a polka app. Every request passes, in order,
- *   request id → canonical path → public routes (OpenAPI document, health) → identity
+ *   request id → canonical path → public routes (OpenAPI document, API reference, health) → identity
  *   assertion → customer row → the route table,
  * and every error leaves as problem+json through one handler and one mapping (http/problems.ts).
  */
@@ -13,6 +13,7 @@ import { isCanonicalPath } from '../shared/canonical-path.ts';
 import { HttpProblem, sendProblem } from '../shared/errors.ts';
 import type { AssertionKey } from '../shared/identity-assertion.ts';
 import { isWellFormedRequestId } from '../shared/request-id.ts';
+import { API_REFERENCE_PATH, loadApiReference, sendApiReference } from './api-reference.ts';
 import { createCustomerRegistry } from './data/customers.ts';
 import { createCursorCodec } from './http/cursor.ts';
 import { authenticate } from './http/identity.ts';
@@ -20,8 +21,9 @@ import { toProblem } from './http/problems.ts';
 import type { ServiceRequest } from './http/request.ts';
 import { NO_STORE, sendJson } from './http/respond.ts';
 import { buildOpenApiDocument } from './openapi.ts';
+import { OPENAPI_PATH } from './openapi/public-paths.ts';
 import type { RouteContext } from './routes/context.ts';
-import { exactPattern, registerRoutes } from './routes/register.ts';
+import { answerOtherMethods, exactPattern, registerRoutes } from './routes/register.ts';
 import { ROUTE_TABLE } from './routes/table.ts';
 
 export interface ServiceOptions {
@@ -42,7 +44,6 @@ export function createServiceApp(options: ServiceOptions): Polka<ServiceRequest>
     maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
     cursors: createCursorCodec(options.assertionKeys.map((k) => k.secret)),
   };
-  const openApi = JSON.stringify(buildOpenApiDocument());
 
   const app = polka<ServiceRequest>({
     onNoMatch: (req) => {
@@ -80,15 +81,7 @@ export function createServiceApp(options: ServiceOptions): Polka<ServiceRequest>
   });
 
   // Public: the API description, and the probe a load balancer uses.
-  app.get(exactPattern('/v1/openapi.json'), (req, res) => {
-    // A public, cached document: a query string it ignored would be one more stored copy
-    // per value, for anyone to fill the gateway's cache with.
-    if ((req.search ?? '') !== '')
-      throw new HttpProblem('ERR_INVALID_PARAMETER', 'the OpenAPI document takes no query parameters');
-    res.setHeader('Content-Type', 'application/json');
-    res.setHeader('Cache-Control', 'public, max-age=300');
-    res.end(openApi);
-  });
+  registerPublicDocuments(app);
   app.get(exactPattern('/healthz'), async (_req, res) => {
     await sql`select 1`;
     sendJson(res, { status: 200, body: { status: 'ok' }, cache: NO_STORE });
@@ -102,4 +95,30 @@ export function createServiceApp(options: ServiceOptions): Polka<ServiceRequest>
 
   registerRoutes(app, ROUTE_TABLE, context);
   return app;
+}
+
+/** The OpenAPI document and the API reference rendered from it: read-only, for anyone. */
+function registerPublicDocuments(app: Polka<ServiceRequest>): void {
+  const openApi = JSON.stringify(buildOpenApiDocument());
+  const reference = loadApiReference();
+  app.get(exactPattern(OPENAPI_PATH), (req, res) => {
+    // A public, cached document: a query string it ignored would be one more stored copy
+    // per value, for anyone to fill the gateway's cache with.
+    if ((req.search ?? '') !== '')
+      throw new HttpProblem('ERR_INVALID_PARAMETER', 'the OpenAPI document takes no query parameters');
+    res.setHeader('Content-Type', 'application/json');
+    res.setHeader('Cache-Control', 'public, max-age=300');
+    res.end(openApi);
+  });
+  for (const [path, asset] of reference) {
+    app.get(exactPattern(path), (req, res) => sendApiReference(req, res, asset));
+  }
+  // Read-only: any other method is a 405 here, before the assertion a public path never carries.
+  for (const path of [OPENAPI_PATH, ...reference.keys()]) {
+    answerOtherMethods(app, exactPattern(path), 'GET, HEAD, OPTIONS');
+  }
+  // Below the public reference nothing else is served: a 404, not the 401 of a missing assertion.
+  app.all(new RegExp(`^${API_REFERENCE_PATH}/`), (req) => {
+    throw new HttpProblem('ERR_ROUTE_NOT_FOUND', `Nothing is served at ${req.path}`);
+  });
 }

@@ -1,7 +1,7 @@
 /**
  * The OpenAPI 3.1 description of the API as clients see it through the gateway. The paths come
  * from the route table, the same one the service registers, so every route served is described
- * and nothing else is; the schemas are the TypeBox schemas that validate requests (OpenAPI 3.1
+ * and nothing else is, plus the public ones (this document and the API reference); the schemas are the TypeBox schemas that validate requests (OpenAPI 3.1
  * speaks JSON Schema 2020-12, so they go in unchanged); the reusable headers, responses and
  * parameters are in openapi/components.ts.
  */
@@ -11,6 +11,7 @@ import type { ErrorCode } from '../shared/errors.ts';
 import { headers, parameters, plain, ref, responses } from './openapi/components.ts';
 import type { Json } from './openapi/components.ts';
 import { pathsOf } from './openapi/paths.ts';
+import { PUBLIC_TAG, publicPaths } from './openapi/public-paths.ts';
 import { MAX_PAGE_SIZE } from './routes/list.ts';
 import { ROUTE_TABLE } from './routes/table.ts';
 import {
@@ -53,6 +54,7 @@ const TAGS = [
   { name: 'payments', description: 'Paying orders.' },
   { name: 'customers', description: 'Customer records and their invoices.' },
   { name: 'users', description: 'The authenticated caller.' },
+  PUBLIC_TAG,
 ];
 
 const SECURITY_SCHEMES = {
@@ -120,7 +122,7 @@ export function buildOpenApiDocument(): Json {
     servers: SERVERS,
     security: [{ bearer: [] }, { apiKey: [] }],
     tags: TAGS,
-    paths: pathsOf(ROUTE_TABLE),
+    paths: { ...pathsOf(ROUTE_TABLE), ...publicPaths() },
     components: { securitySchemes: SECURITY_SCHEMES, schemas: schemas(), headers, responses, parameters },
   });
   // On a copy: the route table and the components are shared by every call.

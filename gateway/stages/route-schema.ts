@@ -50,14 +50,16 @@ export function defaultServiceOrigin(env: NodeJS.ProcessEnv): string {
 }
 
 /**
- * The default routes: `/v1` to the resource service on this host, and its OpenAPI document,
- * which is public so that clients can read the API before they hold a credential.
+ * The default routes: `/v1` to the resource service on this host, and its OpenAPI document
+ * and the API reference rendered from it, public so that clients can read the API before they
+ * hold a credential.
  */
 export function defaultRoutes(env: NodeJS.ProcessEnv): RouteDefinition[] {
   const upstream = defaultServiceOrigin(env);
   return [
     { prefix: '/v1', upstream, auth: 'required', cache: true },
     { prefix: '/v1/openapi.json', upstream, auth: 'none', cache: true },
+    { prefix: '/v1/docs', upstream, auth: 'none', cache: true },
   ];
 }
 
@@ -66,7 +68,7 @@ export function createRouteSchema(env: NodeJS.ProcessEnv) {
     minItems: 1,
     default: defaultRoutes(env),
     description:
-      'Path prefix → upstream, longest prefix first. A `routes` list replaces the default routes entirely (`/v1` and `/v1/openapi.json` to the resource service): list them too to keep them.',
+      'Path prefix → upstream, longest prefix first. A `routes` list replaces the default routes entirely (`/v1`, `/v1/openapi.json` and `/v1/docs` to the resource service): list them too to keep them.',
   });
 }
 

@@ -7,6 +7,7 @@
 import { errorTable } from '../../shared/errors.ts';
 import type { ErrorCode } from '../../shared/errors.ts';
 import { CUSTOMER_ID_PATTERN } from '../../shared/principal.ts';
+import { UUID_PATTERN } from '../routes/context.ts';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../routes/list.ts';
 
 export type Json = Record<string, unknown>;
@@ -220,21 +221,22 @@ export const parameters: Json = {
     name: 'id',
     in: 'path',
     required: true,
-    description: 'Order id (UUID). Anything else answers 404.',
-    schema: { type: 'string', format: 'uuid', maxLength: 36 },
+    description: 'Order id (a UUID in lower case). Any other value answers 404, as an unknown order.',
+    schema: { type: 'string', format: 'uuid', pattern: UUID_PATTERN, maxLength: 36 },
   },
   PaymentId: {
     name: 'id',
     in: 'path',
     required: true,
-    description: 'Payment id (UUID). Anything else answers 404.',
-    schema: { type: 'string', format: 'uuid', maxLength: 36 },
+    description: 'Payment id (a UUID in lower case). Any other value answers 404, as an unknown payment.',
+    schema: { type: 'string', format: 'uuid', pattern: UUID_PATTERN, maxLength: 36 },
   },
   CustomerId: {
     name: 'customer_id',
     in: 'path',
     required: true,
-    description: "The caller's own customer id (admins: any). Another customer's id answers 404.",
+    description:
+      "The caller's own customer id (admins: any). Another customer's id answers 404, and so does a value outside this pattern, which no customer can have.",
     schema: { type: 'string', pattern: CUSTOMER_ID_PATTERN, maxLength: 128 },
   },
 };

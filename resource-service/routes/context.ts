@@ -17,8 +17,12 @@ export function ownerScope(principal: Principal): OwnerScope {
   return isAdmin(principal) ? 'all-customers' : { customerId: principal.customerId };
 }
 
-/** Lower case only: PostgreSQL writes UUIDs so, and an upper-case alias would be a second path. */
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/**
+ * Lower case only: PostgreSQL writes UUIDs so, and an upper-case alias would be a second path.
+ * The OpenAPI document states the same pattern for path ids.
+ */
+export const UUID_PATTERN = '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
+const UUID = new RegExp(UUID_PATTERN);
 
 /** A path id that cannot exist is answered like one that does not: 404, same body. */
 export function uuidParam(value: string | undefined, what: string): string {

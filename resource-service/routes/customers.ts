@@ -4,7 +4,7 @@
  * route once, with its OpenAPI description.
  */
 import type { ServerResponse } from 'node:http';
-import { isAdmin } from '../../shared/principal.ts';
+import { isAdmin, isValidCustomerId } from '../../shared/principal.ts';
 import type { Principal } from '../../shared/principal.ts';
 import { customerExists, findCustomer } from '../data/customers.ts';
 import { listInvoices } from '../data/invoices.ts';
@@ -40,9 +40,14 @@ const invoiceParameters = {
   issued_before: timestamp,
 };
 
-/** The customer id from the path, when the caller may see that customer; else 404. */
+/**
+ * The customer id from the path, when the caller may see that customer; else 404. An id no
+ * customer can have (outside CUSTOMER_ID_PATTERN, as the OpenAPI document says) is unknown
+ * without asking the database, which could not even store some of them (a NUL byte).
+ */
 function visibleCustomerId(principal: Principal, id: string | undefined): string {
-  if (id === undefined || (id !== principal.customerId && !isAdmin(principal))) throw notFound('customer');
+  if (!isValidCustomerId(id) || (id !== principal.customerId && !isAdmin(principal)))
+    throw notFound('customer');
   return id;
 }
 

@@ -32,7 +32,7 @@ export function allowedMethods(resource: Resource): string[] {
 }
 
 /** Registered after a path's handlers, so that it answers only the methods none of them took. */
-function answerOtherMethods(app: Polka<ServiceRequest>, pattern: RegExp, allow: string): void {
+export function answerOtherMethods(app: Polka<ServiceRequest>, pattern: RegExp, allow: string): void {
   app.all(pattern, (req, res) => {
     if (req.method === 'OPTIONS') {
       res.statusCode = 204;

@@ -30,6 +30,7 @@ describe('gateway config', () => {
     expect(config.routes).toEqual([
       { prefix: '/v1', upstream: 'https://127.0.0.1:9999', auth: 'required', cache: true },
       { prefix: '/v1/openapi.json', upstream: 'https://127.0.0.1:9999', auth: 'none', cache: true },
+      { prefix: '/v1/docs', upstream: 'https://127.0.0.1:9999', auth: 'none', cache: true },
     ]);
     // Mutual TLS to it with the data dir's development CA (issue 18).
     expect(config.proxy.upstreamTls).toEqual([
@@ -46,6 +47,7 @@ describe('gateway config', () => {
     expect(config.proxy.trustProxy).toBe(false);
     expect(warnings).toEqual([
       'route /v1/openapi.json has auth: none; requests to it are forwarded without authentication',
+      'route /v1/docs has auth: none; requests to it are forwarded without authentication',
     ]);
   });
 
@@ -71,7 +73,7 @@ describe('gateway config', () => {
       ].join('\n'),
     );
     const { config } = loadConfig({ PORTICO_CONFIG: file });
-    expect(config.routes.map((r) => r.prefix)).toEqual(['/v1', '/v1/openapi.json']);
+    expect(config.routes.map((r) => r.prefix)).toEqual(['/v1', '/v1/openapi.json', '/v1/docs']);
     expect(config.rateLimits.policies.map((p) => [p.name, p.key, p.limit])).toEqual([
       ['default', 'principal', 600],
       ['order-writes', 'customer', 30],

@@ -11,6 +11,7 @@ describe('deploy/', () => {
     expect(config.routes.map((r) => [r.prefix, r.auth])).toEqual([
       ['/v1', 'required'],
       ['/v1/openapi.json', 'none'],
+      ['/v1/docs', 'none'],
     ]);
     expect(config.rateLimits.policies.map((p) => p.name)).toEqual(['default', 'order-writes']);
   });

@@ -31,8 +31,15 @@ describe('OpenAPI document', () => {
         '/v1/payments',
         '/v1/payments/{id}',
         '/v1/users/me',
+        // Public: the document describes itself and the reference rendered from it.
+        '/v1/openapi.json',
+        '/v1/docs',
       ].sort(),
     );
+    for (const path of ['/v1/openapi.json', '/v1/docs']) {
+      expect(Object.keys(body.paths[path]), path).toEqual(['get']);
+      expect(body.paths[path].get.security, path).toEqual([]);
+    }
     // The request schema is the validator's schema: read-only fields are not in it.
     expect(Object.keys(body.components.schemas.OrderInput.properties).sort()).toEqual(['currency', 'items']);
     expect(body.components.schemas.OrderInput.additionalProperties).toBe(false);
