@@ -112,7 +112,8 @@ export const RUNGS: readonly Rung[] = [
   {
     ...SHIPPED,
     name: 'ladder 10: + span export (OTLP/HTTP)',
-    note: 'rung 8 with tracing.otlp.endpoint set: a span per request, batched to a local sink (the static upstream)',
+    note: 'rung 9 with tracing.otlp.endpoint set: a span per request, batched to a local sink (the static upstream)',
+    upstreamTls: true,
     traceExport: true,
   },
 ];

@@ -32,5 +32,7 @@ export const LEGEND = `How to read it
                        rung before, the price of what it adds. Rung 9 is rung 8 with the hop to the
                        upstream over mutual TLS (the default to the service; certificates from the
                        bench dir's development CA): its step is the price of the internal TLS hop.
+                       Rung 10 is rung 9 exporting a span per request over OTLP/HTTP JSON (batched,
+                       to the plain static upstream as a local sink): its step is the price of export.
   TLS                  autocannon 9 forces rejectUnauthorized: false; each row first sends one request
                        with the certificate verified against the bench CA (the probe).`;
