@@ -21,6 +21,9 @@ export const LEGEND = `How to read it
                        refuses), cache lookup, proxy to the service over keep-alive with a signed
                        assertion, audit record to a file, request log line, stage timing. The request
                        carries Cache-Control: no-store: every request is a real miss that goes upstream.
+  gateway, 2 replicas  the cache-miss row through a gateway whose /v1 has two targets (routes[].upstreams):
+                       two service processes on one database, weighted least-outstanding balancing;
+                       its service column counts the first process only (about half the requests).
   gateway, cache hit   the same pipeline, answered from the cache (Portico-Cache-Control: max-age=30,
                        per customer) without an upstream call.
   gateway, 304 at edge the same, with If-None-Match of the current ETag: 304 from the fresh entry.

@@ -42,6 +42,8 @@ export interface Running {
   service: ChildProcess;
   serviceUrl: string;
   gateway: GatewayProcess;
+  /** The same gateway with /v1 balanced over two service processes (`upstreams`). */
+  replicas: GatewayProcess;
   peer: { process: ChildProcess; url: string };
   staticPeer: { process: ChildProcess; url: string };
   ladder: GatewayProcess[];
@@ -151,25 +153,28 @@ async function startMainGateway(
   dir: string,
   settings: Settings,
   serviceUrl: string,
+  // The replicas row's gateway: its own config, files and Redis keys.
+  variant = { name: 'gateway', config: gatewayConfig(serviceUrl), redisPrefix: stores.redisPrefix },
 ): Promise<GatewayProcess> {
+  const { name } = variant;
   const [port, adminPort] = [await freePort(), await freePort()];
-  const auditLog = join(dir, 'audit.log');
-  writeFileSync(join(dir, 'gateway.json'), JSON.stringify(gatewayConfig(serviceUrl)));
+  const auditLog = join(dir, name === 'gateway' ? 'audit.log' : `${name}-audit.log`);
+  writeFileSync(join(dir, `${name}.json`), JSON.stringify(variant.config));
   const gateway = startNode([...gatewayNodeArgs(), ...shippedGatewayCommand()], {
     cpu: placement.measured,
-    logFile: join(dir, 'gateway.stderr'),
+    logFile: join(dir, `${name}.stderr`),
     env: childEnv(settings, {
       GATEWAY_PORT: String(port),
       ADMIN_PORT: String(adminPort),
-      PORTICO_CONFIG: join(dir, 'gateway.json'),
+      PORTICO_CONFIG: join(dir, `${name}.json`),
       PORTICO_DATA_DIR: dir,
       PORTICO_AUDIT_LOG: auditLog,
       REDIS_URL: stores.redisUrl,
-      PORTICO_REDIS_PREFIX: stores.redisPrefix,
+      PORTICO_REDIS_PREFIX: variant.redisPrefix,
     }),
   });
   const admin = `http://127.0.0.1:${adminPort}`;
-  await waitUntil('gateway', gateway, () => answers(`${admin}/readyz`));
+  await waitUntil(name, gateway, () => answers(`${admin}/readyz`));
   return { process: gateway, url: `https://127.0.0.1:${port}`, admin, auditLog };
 }
 
@@ -301,6 +306,24 @@ export async function startProcesses(
   const files = await writeCertificate(dir);
   const { service, url: serviceUrl } = await startService(stores, placement, dir, settings);
   const gateway = await startMainGateway(stores, placement, dir, settings, serviceUrl);
+  // A second service process on the same database, and a gateway balancing /v1 over both.
+  // (killed with every other child when the bench ends, children.ts)
+  const { url: secondUrl } = await startService(stores, placement, dir, settings);
+  const replicas = await startMainGateway(stores, placement, dir, settings, serviceUrl, {
+    name: 'replicas',
+    config: {
+      ...gatewayConfig(serviceUrl),
+      routes: [
+        {
+          prefix: '/v1',
+          upstreams: [{ url: serviceUrl }, { url: secondUrl }],
+          auth: 'required',
+          cache: true,
+        },
+      ],
+    },
+    redisPrefix: `${stores.redisPrefix}replicas:`,
+  });
   const peer = await startPeer('peer', serviceUrl, placement, dir, files);
 
   const staticUrl = await startStaticUpstream('static-upstream', placement, dir, []);
@@ -328,6 +351,7 @@ export async function startProcesses(
     service,
     serviceUrl,
     gateway,
+    replicas,
     peer,
     staticPeer,
     ladder,

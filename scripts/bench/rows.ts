@@ -102,6 +102,16 @@ export async function defineRows(running: Running, tls: Agent): Promise<Row[]> {
       note: 'full pipeline; request no-store: looked up, never stored',
     },
     {
+      name: 'gateway, 2 replicas (miss)',
+      group: 'main',
+      measured: { process: running.replicas.process, role: 'gateway' },
+      gateway: running.replicas,
+      url: `${running.replicas.url}/v1/orders/${missOrder}`,
+      headers: () => ({ ...bearer, 'cache-control': 'no-store' }),
+      expectedStatus: 200,
+      note: 'the cache-miss row, /v1 balanced over two service processes (upstreams)',
+    },
+    {
       name: 'gateway, cache hit',
       group: 'main',
       measured: gateway,
