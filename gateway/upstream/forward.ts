@@ -10,6 +10,7 @@
  * before the first body byte (or the end). A route with no target to take the request answers
  * 503 at once (circuit-breaker.ts).
  */
+import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import { HttpProblem } from '../../shared/errors.ts';
 import { IDENTITY_HEADER, signAssertion, type AssertionKey } from '../../shared/identity-assertion.ts';
@@ -67,22 +68,7 @@ export function createForward(config: ProxyConfig, deps: ForwardDeps): Forward {
     if (declared !== undefined && Number(declared) > deps.maxBodyBytes) throw tooLarge(deps.maxBodyBytes);
     const hasBody = hasRequestBody(ctx.req);
 
-    if (ctx.principal !== undefined) {
-      // The gateway verified the credential and asserts the principal instead, so the token or
-      // API key goes no further than the edge (as Envoy's jwt_authn does by default): an
-      // upstream log or a compromised service never sees a usable credential.
-      ctx.upstreamHeaders.delete('authorization');
-    }
-    const headers = forwardedHeaders(ctx, config.trustProxy);
-    if (ctx.principal !== undefined) {
-      if (signingKey === undefined)
-        throw new Error('proxy: a principal is set but no assertion key was given');
-      headers.push(
-        IDENTITY_HEADER,
-        signAssertion(signingKey, ctx.principal, { method, target: ctx.target, requestId: ctx.requestId }),
-      );
-    }
-
+    const headers = upstreamHeaders(ctx, method, config.trustProxy, signingKey);
     let member = pickMember(set);
     if (member === undefined) throw unavailable(set);
     const body = hasBody ? await readLimitedBody(ctx.req, deps.maxBodyBytes) : null;
@@ -123,15 +109,8 @@ export function createForward(config: ProxyConfig, deps: ForwardDeps): Forward {
             continue;
           }
         }
-        // A HEAD response has no body to relay; draining the empty stream frees the connection.
-        if (method === 'HEAD') upstream.body.resume();
-        else await firstBytes(upstream.body);
-        const relayed = relayedHeaders(upstream.headers);
-        if (method === 'HEAD') return { status, headers: relayed, body: null };
-        const whole = takeWholeBody(upstream.body, upstream.headers['content-length']);
-        return whole === undefined
-          ? { status, headers: relayed, body: upstream.body }
-          : bufferedResponse(status, relayed, whole);
+        if (method !== 'HEAD') await firstBytes(upstream.body);
+        return responseOf(method, status, upstream);
       } catch (caught) {
         if (caught instanceof HttpProblem) throw caught;
         const failure = body?.failure();
@@ -156,6 +135,48 @@ export function createForward(config: ProxyConfig, deps: ForwardDeps): Forward {
       }
     }
   };
+}
+
+/** The request's headers as they go upstream: forwarding fields, and the principal asserted. */
+function upstreamHeaders(
+  ctx: GatewayContext,
+  method: string,
+  trustProxy: boolean,
+  signingKey: AssertionKey | undefined,
+): string[] {
+  if (ctx.principal !== undefined) {
+    // The gateway verified the credential and asserts the principal instead, so the token or
+    // API key goes no further than the edge (as Envoy's jwt_authn does by default): an
+    // upstream log or a compromised service never sees a usable credential.
+    ctx.upstreamHeaders.delete('authorization');
+  }
+  const headers = forwardedHeaders(ctx, trustProxy);
+  if (ctx.principal !== undefined) {
+    if (signingKey === undefined) throw new Error('proxy: a principal is set but no assertion key was given');
+    headers.push(
+      IDENTITY_HEADER,
+      signAssertion(signingKey, ctx.principal, { method, target: ctx.target, requestId: ctx.requestId }),
+    );
+  }
+  return headers;
+}
+
+/** The upstream's answer as the pipeline relays it, once its first body bytes are in. */
+function responseOf(
+  method: string,
+  status: number,
+  upstream: { headers: IncomingHttpHeaders; body: Readable },
+): GatewayResponse {
+  const relayed = relayedHeaders(upstream.headers);
+  if (method === 'HEAD') {
+    // A HEAD response has no body to relay; draining the empty stream frees the connection.
+    upstream.body.resume();
+    return { status, headers: relayed, body: null };
+  }
+  const whole = takeWholeBody(upstream.body, upstream.headers['content-length']);
+  return whole === undefined
+    ? { status, headers: relayed, body: upstream.body }
+    : bufferedResponse(status, relayed, whole);
 }
 
 function ignore(): void {}
