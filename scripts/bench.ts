@@ -33,6 +33,21 @@ import { childLogNames, startProcesses, type Settings } from './bench/processes.
 import { printReport } from './bench/report.ts';
 import { defineRows } from './bench/rows.ts';
 import { createBenchStores, StoreMissing, type BenchStores } from './bench/stores.ts';
+import { answerHelp, usageError } from './cli-args.ts';
+
+const USAGE = 'usage: npm run bench   (settings by environment: BENCH_ROUNDS, BENCH_ROWS, ...)';
+answerHelp(`${USAGE}
+
+Builds, starts the service, the shipped gateway, an http-proxy peer and the cost ladder, drives
+every row with autocannon in interleaved rounds and prints medians with their ranges (req/s,
+latency, CPU-µs per request from /proc). Asserts nothing. Uses its own PostgreSQL database and
+Redis prefix, removed at the end.
+
+Environment: DATABASE_URL (admin connection, default postgres://postgres@127.0.0.1:5432/postgres),
+REDIS_URL (default redis://127.0.0.1:6379), BENCH_ROUNDS (3), BENCH_DURATION (s per row and
+round, 5), BENCH_WARMUP (2), BENCH_CONNECTIONS (32), BENCH_ROWS (comma-separated parts of row
+names: only those rows), LOG_LEVEL (info), BENCH_GATEWAY_NODE_ARGS (extra node flags).`);
+if (process.argv.length > 2) usageError('bench', USAGE, `unexpected argument ${process.argv[2]}`);
 
 const env = process.env;
 const settings: Settings = {

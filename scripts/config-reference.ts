@@ -4,6 +4,15 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { configReference } from '../gateway/config/load.ts';
+import { answerHelp, usageError } from './cli-args.ts';
+
+const USAGE = 'usage: npm run -s docs:config';
+answerHelp(`${USAGE}
+
+Writes the config reference table of docs/gateway-config.md (between its reference markers) from
+the schemas that validate the gateway's config, then formats the file. Run it after changing a
+schema; a test fails while the table and the schemas disagree.`);
+if (process.argv.length > 2) usageError('docs:config', USAGE, `unexpected argument ${process.argv[2]}`);
 
 const file = new URL('../docs/gateway-config.md', import.meta.url);
 const START = '<!-- reference:start -->';

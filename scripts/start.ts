@@ -27,6 +27,20 @@ import { startEmbeddedDatabase } from '../resource-service/db/embedded.ts';
 import type { EmbeddedDatabase } from '../resource-service/db/embedded.ts';
 import { DEMO_CUSTOMERS, hasDemoData, seedDemoData } from '../resource-service/demo-data.ts';
 import { runService } from '../resource-service/run.ts';
+import { answerHelp, usageError } from './cli-args.ts';
+
+const USAGE = 'usage: npm start';
+answerHelp(`${USAGE}
+
+Starts Portico with zero configuration, in one process: the resource service (on an embedded
+PostgreSQL unless DATABASE_URL is set) with demo data, and the gateway in front of it over HTTPS,
+mutual TLS between them. Prints the URLs, the trusted issuer, a demo token (when the development
+issuer is trusted) and a curl line. Ctrl-C (SIGINT) or SIGTERM drains and stops it.
+
+Environment: PORTICO_DATA_DIR (default .portico: keys, certificates, embedded database, audit
+log), PORTICO_CONFIG (gateway config file), GATEWAY_PORT (8443), ADMIN_PORT (9090), ADMIN_HOST
+(127.0.0.1), SERVICE_PORT (8081), DATABASE_URL, REDIS_URL, LOG_LEVEL (info); README, Configuration.`);
+if (process.argv.length > 2) usageError('start', USAGE, `unexpected argument ${process.argv[2]}`);
 
 const env: NodeJS.ProcessEnv = {
   ...process.env,

@@ -1,5 +1,5 @@
 /**
- * Every command-line script answers `--help` with its usage on stdout and exit 0, refuses what
+ * Every command-line script (scripts/*.ts) answers `--help` with its usage on stdout and exit 0, refuses what
  * it does not know with exit 2 and the usage on stderr, and refuses unknown scopes instead of
  * minting a credential that silently grants nothing (nothing printed, nothing recorded).
  */
@@ -40,7 +40,18 @@ function run(command: string, args: readonly string[]): Promise<Run> {
 const script = (name: string, args: readonly string[]) =>
   run(process.execPath, [`scripts/${name}.ts`, ...args]);
 
-const SCRIPTS = ['token', 'apikey', 'audit', 'internal-ca', 'api-compat'] as const;
+// Each refuses before it starts anything (servers, a benchmark, a soak, a file write).
+const SCRIPTS = [
+  'token',
+  'apikey',
+  'audit',
+  'internal-ca',
+  'api-compat',
+  'start',
+  'bench',
+  'soak',
+  'config-reference',
+] as const;
 
 describe('--help', () => {
   it.each(SCRIPTS)('%s prints its usage on stdout and exits 0', async (name) => {
