@@ -13,7 +13,7 @@ import { createHttpDrain } from '../shared/http-drain.ts';
 import { Lifecycle } from '../shared/lifecycle.ts';
 import { createDashboard } from './admin/dashboard.ts';
 import { loadDashboardAssets } from './admin/dashboard-assets.ts';
-import { createAdminGuard, loadAdminToken } from './admin/purge-guard.ts';
+import { checkHost, createAdminGuard, loadAdminToken } from './admin/purge-guard.ts';
 import { upstreamHealth } from './admin/upstream-health.ts';
 import { createAdminServer } from './admin/server.ts';
 import type { AuditEntry } from './audit/audit-record.ts';
@@ -102,6 +102,7 @@ export async function startGateway(
           cache: built.cache,
           upstreamHealth: upstreamHealth(built.upstreams),
         }),
+        guard: (req) => checkHost(req, adminHost),
       },
     });
     const adminAddress = await listen(admin, deps.adminPort, adminHost);

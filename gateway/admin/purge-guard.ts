@@ -62,7 +62,11 @@ function splitHost(value: string): { name: string; port?: string } | undefined {
   return { name: match[1] ?? match[2]!, ...(match[3] === undefined ? {} : { port: match[3] }) };
 }
 
-function checkHost(req: IncomingMessage, listenerHost: string): HttpProblem | undefined {
+/**
+ * Refuses a Host that names another server: what a DNS-rebinding page sends. The dashboard
+ * uses it too, so that such a page cannot read it either.
+ */
+export function checkHost(req: IncomingMessage, listenerHost: string): HttpProblem | undefined {
   const host = splitHost(req.headers.host ?? '');
   const local = (req.socket.localAddress ?? '').replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/, '');
   const own =

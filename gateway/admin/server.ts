@@ -51,9 +51,18 @@ export interface AdminDeps {
   checks: () => readonly ReadinessCheck[];
   draining: () => boolean;
   log: Logger;
-  /** The operators' dashboard: its page and assets, and the snapshot it polls. */
-  dashboard?: { assets: DashboardAssets; data: Dashboard };
+  /**
+   * The operators' dashboard: its page and assets, and the snapshot it polls; `guard` refuses
+   * a request for any of them (a Host naming another server: DNS rebinding).
+   */
+  dashboard?: {
+    assets: DashboardAssets;
+    data: Dashboard;
+    guard?: (req: IncomingMessage) => HttpProblem | undefined;
+  };
 }
+
+const DASHBOARD_JSON = '/dashboard.json';
 
 type Send = (status: number, body: unknown, type?: string) => void;
 type Answer = (send: Send, req: IncomingMessage, res: ServerResponse) => void;
@@ -83,7 +92,9 @@ export function createAdminServer(config: AdminConfig, deps: AdminDeps): Server 
       );
       return;
     }
-    if (asset !== undefined) sendAsset(req, res, asset);
+    const refused = asset !== undefined || path === DASHBOARD_JSON ? deps.dashboard?.guard?.(req) : undefined;
+    if (refused !== undefined) sendProblem(res, refused, path);
+    else if (asset !== undefined) sendAsset(req, res, asset);
     else answer?.(send, req, res);
   });
   server.on('clientError', (_error, socket) => socket.destroy());
@@ -112,7 +123,7 @@ function endpoints(config: AdminConfig, deps: AdminDeps): Partial<Record<string,
     ...(dashboard === undefined
       ? {}
       : {
-          '/dashboard.json': (send, _req, res) =>
+          [DASHBOARD_JSON]: (send, _req, res) =>
             void readiness(config, deps)
               .then(({ checks }) =>
                 dashboard.data.snapshot({
