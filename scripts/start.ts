@@ -169,12 +169,12 @@ async function main(): Promise<void> {
     [
       '',
       `Portico is running (ready in ${((performance.now() - started) / 1000).toFixed(1)} s). Ctrl-C stops it.`,
-      `  API      ${url}/v1   (OpenAPI: ${url}/v1/openapi.json)`,
+      `  API      ${url}/v1   (reference: ${url}/v1/docs, OpenAPI: ${url}/v1/openapi.json)`,
       ...gateway.config.routes.map(
         (route) =>
           `  Route    ${route.prefix} → ${describeTargets(route)}   (auth: ${route.auth}, cache: ${route.cache ? 'on' : 'off'})`,
       ),
-      `  Admin    http://127.0.0.1:${gateway.gateway.addresses.admin.port}/metrics`,
+      `  Admin    http://127.0.0.1:${gateway.gateway.addresses.admin.port}/   (dashboard; /metrics, /readyz)`,
       `  Data     ${dataDir}   (database: ${embedded === undefined ? 'DATABASE_URL' : 'embedded PGlite'}, limits: ${env['REDIS_URL'] ? 'Redis' : 'in memory'})`,
       `  Issuer   ${devIssuer ? `${DEV_ISSUER}, the development issuer of the data dir` : `${jwt.issuer} (keys ${jwt.jwksUrl ?? jwt.jwksFile}, audience ${[jwt.audience].flat().join(' ')}, customer claim ${jwt.customerClaim})`}`,
       '',
