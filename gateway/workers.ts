@@ -87,74 +87,96 @@ export function createWorkerMetrics(): WorkerMetrics {
 
 /** The primary: starts `count` workers (this same entry script) and supervises them. */
 export function runPrimary(count: number, env: NodeJS.ProcessEnv, log: Logger): { reload(): void } {
-  const aggregator = new AggregatorRegistry();
-  const ready = new Set<number>();
-  let allForked = false;
-  let stopping = false;
-  let exitCode = 0;
-
   if (!hasRedis(env))
     log.warn(
       { workers: count },
       `GATEWAY_WORKERS=${count} without Redis: rate limits, API-key revocations and cache invalidations are per worker — each of the ${count} workers admits a client up to the full limit`,
     );
+  const primary = new Primary(count, log);
+  cluster.on('exit', (worker, code, signal) => primary.onExit(worker, code, signal));
+  for (const signal of ['SIGTERM', 'SIGINT'] as const)
+    process.once(signal, () => {
+      log.info({ signal, workers: workers().length }, 'shutting down the workers');
+      primary.stopAll();
+    });
+  log.info({ workers: count }, 'starting gateway workers');
+  primary.fork();
+  return {
+    reload() {
+      for (const worker of workers()) worker.process.kill('SIGHUP');
+    },
+  };
+}
 
-  const fork = (): Worker => {
+const workers = (): Worker[] =>
+  Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined);
+
+/** What the primary knows of its workers, and what it does when one reports or exits. */
+class Primary {
+  readonly #aggregator = new AggregatorRegistry();
+  /** Workers that reported listening and have not exited. */
+  readonly #ready = new Set<number>();
+  #allForked = false;
+  #stopping = false;
+  #exitCode = 0;
+
+  readonly count: number;
+  readonly log: Logger;
+
+  constructor(count: number, log: Logger) {
+    this.count = count;
+    this.log = log;
+  }
+
+  fork(): void {
     const worker = cluster.fork();
     worker.on('message', (message: Message) => {
-      if (message.type === READY) onReady(worker);
-      if (message.type === METRICS_REQUEST) answerMetrics(worker, message.id);
+      if (message.type === READY) this.#onReady(worker);
+      if (message.type === METRICS_REQUEST) this.#answerMetrics(worker, message.id);
     });
-    return worker;
-  };
-  const onReady = (worker: Worker) => {
-    ready.add(worker.id);
-    if (!allForked) {
-      allForked = true;
-      for (let i = 1; i < count; i++) fork();
+  }
+
+  /** Drains every worker (they drain on SIGTERM) and exits when the last one has. */
+  stopAll(): void {
+    this.#stopping = true;
+    for (const worker of workers()) worker.process.kill('SIGTERM');
+    if (workers().length === 0) process.exit(this.#exitCode);
+  }
+
+  onExit(worker: Worker, code: number, signal: string): void {
+    const started = this.#ready.delete(worker.id);
+    const facts = { pid: worker.process.pid, code, signal };
+    if (this.#stopping) {
+      if (code !== 0) this.#exitCode = 1;
+      if (workers().length > 0) return;
+      this.log.info({ exitCode: this.#exitCode }, 'gateway workers stopped');
+      process.exit(this.#exitCode);
+    } else if (!started) {
+      this.log.fatal(facts, 'a gateway worker failed to start; stopping');
+      this.#exitCode = 1;
+      this.stopAll();
+    } else {
+      this.log.error(facts, 'gateway worker died; starting a replacement');
+      this.fork();
     }
-    if (ready.size === count) log.info({ workers: count }, 'gateway workers listening');
-  };
-  const answerMetrics = (worker: Worker, id: number) =>
-    void aggregator.clusterMetrics().then(
+  }
+
+  /** The first worker listens alone (it creates what the data dir lacks), then the others start. */
+  #onReady(worker: Worker): void {
+    this.#ready.add(worker.id);
+    if (!this.#allForked) {
+      this.#allForked = true;
+      for (let i = 1; i < this.count; i++) this.fork();
+    }
+    if (this.#ready.size === this.count) this.log.info({ workers: this.count }, 'gateway workers listening');
+  }
+
+  #answerMetrics(worker: Worker, id: number): void {
+    this.#aggregator.clusterMetrics().then(
       (text) => worker.send({ type: METRICS_REPLY, id, text } satisfies Message),
       (error: Error) => worker.send({ type: METRICS_REPLY, id, error: error.message } satisfies Message),
     );
-  const stopAll = (signal: NodeJS.Signals) => {
-    stopping = true;
-    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill(signal);
-    if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(exitCode);
-  };
-
-  cluster.on('exit', (worker, code, signal) => {
-    const started = ready.delete(worker.id);
-    if (stopping) {
-      if (code !== 0) exitCode = 1;
-      if (Object.keys(cluster.workers ?? {}).length === 0) {
-        log.info({ exitCode }, 'gateway workers stopped');
-        process.exit(exitCode);
-      }
-    } else if (!started) {
-      log.fatal({ pid: worker.process.pid, code, signal }, 'a gateway worker failed to start; stopping');
-      exitCode = 1;
-      stopAll('SIGTERM');
-    } else {
-      log.error({ pid: worker.process.pid, code, signal }, 'gateway worker died; starting a replacement');
-      fork();
-    }
-  });
-  for (const signal of ['SIGTERM', 'SIGINT'] as const)
-    process.once(signal, () => {
-      log.info({ signal, workers: Object.keys(cluster.workers ?? {}).length }, 'shutting down the workers');
-      stopAll('SIGTERM');
-    });
-  log.info({ workers: count }, 'starting gateway workers');
-  fork();
-  return {
-    reload() {
-      for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGHUP');
-    },
-  };
+  }
 }
 
 function hasRedis(env: NodeJS.ProcessEnv): boolean {
