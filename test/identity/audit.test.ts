@@ -214,7 +214,7 @@ describe('npm run -s audit -- verify FILE', () => {
   });
 
   it('exits 2 with usage on bad arguments, 1 on an unreadable file', async () => {
-    expect(await cli()).toMatchObject({ code: 2, stderr: expect.stringMatching(/^usage:/) });
+    expect(await cli()).toMatchObject({ code: 2, stderr: expect.stringMatching(/^usage:/m) });
     expect(await cli('check', 'x')).toMatchObject({ code: 2 });
     expect(await cli('verify', join(tempDir('audit'), 'missing.log'))).toMatchObject({
       code: 1,
