@@ -126,6 +126,10 @@ describe('a target dies under load', () => {
     expect(
       gw.logs.some((line) => line['msg'] === 'upstream target healthy' && line['upstream'] === a.url),
     ).toBe(true);
+    // Ejected for 10 s by its failures, it came back within a second: the passing check readmitted it.
+    expect(
+      gw.logs.some((line) => line['msg'] === 'upstream target ejected' && line['upstream'] === a.url),
+    ).toBe(true);
   });
 
   it('answers a POST to the dead target 502 once and never sends it again; GETs go through', async () => {
@@ -168,6 +172,28 @@ describe('a target dies under load', () => {
     expect(metrics).toMatch(/portico_upstream_target_in_rotation\{route="\/v1",upstream="[^"]+"\} 0/);
     expect(metrics).toMatch(/portico_upstream_target_in_rotation\{route="\/v1",upstream="[^"]+"\} 1/);
     expect(gw.logs.filter((line) => line['msg'] === 'upstream target ejected')).toHaveLength(1);
+  });
+  it('ejects for a growing interval, bounded by maxEjectionMs, and returns the target each time', async () => {
+    const bad = await replica({ name: 'bad', mode: 'reset' });
+    const good = await replica({ name: 'good' });
+    const { gw } = await gatewayFor(
+      { upstreams: [{ url: bad.url }, { url: good.url }] },
+      { proxy: { outlierDetection: { consecutiveFailures: 1, baseEjectionMs: 200, maxEjectionMs: 500 } } },
+    );
+    const ejections = () => gw.logs.filter((line) => line['msg'] === 'upstream target ejected');
+    const statuses = new Set<number>();
+    const until = Date.now() + 5000;
+    while (ejections().length < 3 && Date.now() < until) statuses.add((await send(gw)).status);
+
+    // Back after each ejection, failing at once again: 200 ms, then twice that, then the cap.
+    expect(ejections().map((line) => [line['upstream'], line['forMs']])).toEqual([
+      [bad.url, 200],
+      [bad.url, 400],
+      [bad.url, 500],
+    ]);
+    expect(gw.logs.filter((line) => line['msg'] === 'upstream target back in rotation')).toHaveLength(2);
+    // The requests that met the bad target were retried on the good one.
+    expect([...statuses]).toEqual([200]);
   });
 });
 
