@@ -65,7 +65,8 @@ export function createRetryPolicy(config: ProxyConfig, routes: RouteUpstreams): 
     },
     afterServerError(ctx, set, failed, status, headers, mayRetry) {
       const holdMs = status === 503 ? retryAfterMs(headers['retry-after']) : undefined;
-      if (holdMs === undefined) outlier.failed(set, failed);
+      // `Retry-After: 0` (or a date gone by) asks for no wait: a failure like any other.
+      if (holdMs === undefined || holdMs === 0) outlier.failed(set, failed);
       else outlier.holdBack(set, failed, holdMs);
       if (!mayRetry || status !== 503 || set.single !== undefined) return undefined;
       return retryOn(ctx, set, failed, '503', pickMember(set, failed));
