@@ -12,6 +12,7 @@ import { startRedisSentinel, type OwnRedisSentinel } from '../support/redis-sent
 import { FAILOVER_TEST_TIMEOUT_MS, loadThroughFailover, spread, tally } from './support/failover-load.ts';
 import {
   freshCustomer,
+  invalidationCrosses,
   LIMIT,
   policy,
   startScaleFixture,
@@ -102,6 +103,8 @@ describe('Redis Sentinel (REDIS_SENTINELS, REDIS_SENTINEL_NAME)', () => {
       );
       expect(after.filter((s) => s === 200)).toHaveLength(LIMIT);
       expect(after.filter((s) => s === 429)).toHaveLength(10);
+      // Invalidations follow the promoted master too: the listeners came back on it by themselves.
+      expect(await invalidationCrosses(fixture, gateways[0], gateways[1])).toContain('fwd=uri-miss');
       // The revocation was replicated before the kill: still refused by both, now from the replica.
       for (const g of gateways)
         expect((await fixture.call(g.port, `ApiKey ${revoked.key}`)).status).toBe(401);

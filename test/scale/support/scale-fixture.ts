@@ -165,3 +165,27 @@ export const policy = (onStoreFailure: 'deny' | 'memory' | 'allow') => ({
 });
 
 export const freshCustomer = () => `cus_${randomBytes(5).toString('hex')}`;
+
+/**
+ * Caches a read on `reader`, writes the same path through `writer`, then reads it on `reader`
+ * until it is no longer served from the cache (for up to a second): its Cache-Status then.
+ */
+export async function invalidationCrosses(
+  fixture: ScaleFixture,
+  writer: GatewayProcess,
+  reader: GatewayProcess,
+): Promise<string> {
+  const auth = `Bearer ${await fixture.token(freshCustomer())}`;
+  const path = `/v1/items/${randomUUID()}`;
+  const status = async () => String((await fixture.call(reader.port, auth, path)).headers['cache-status']);
+  await status();
+  if (!/^Portico; hit/.test(await status())) throw new Error(`${path} was not cached on the reader`);
+  const written = await fixture.call(writer.port, auth, path, 'POST');
+  if (written.status !== 200) throw new Error(`the write answered ${written.status}`);
+  let after = await status();
+  for (let i = 0; i < 50 && !after.includes('fwd=uri-miss'); i++) {
+    await new Promise((r) => setTimeout(r, 20));
+    after = await status();
+  }
+  return after;
+}
