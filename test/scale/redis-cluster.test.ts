@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createRedisApiKeyStore } from '../../gateway/identity/api-key-store.ts';
+import { createRedisCounter } from '../../gateway/rate-limit/redis-counter.ts';
 import { createRedisConnection, parseHostPorts, waitForRedis, type RedisClient } from '../../shared/redis.ts';
 import type { GatewayProcess } from '../gateway/support/gateway-process.ts';
 import { startRedisCluster, type OwnRedisCluster } from '../support/redis-cluster.ts';
@@ -70,6 +71,17 @@ describe('Redis Cluster (REDIS_CLUSTER_NODES)', () => {
     expect(await redis.get(keys[0]!)).toBe(String(4 * LIMIT));
     const slots = await Promise.all(keys.map((key) => redis.call('CLUSTER', 'KEYSLOT', key)));
     expect(slots[0]).toBe(slots[1]);
+  });
+
+  it("one turn's counts of several policies, in several slots, are each exact", async () => {
+    const redis = await clusterClient(`${inject('redisPrefix')}${randomUUID()}:`);
+    const counter = createRedisCounter(redis);
+    const keys = ['rl:{p:a:60}:x', 'rl:{p:b:60}:x', 'rl:{p:c:60}:x', 'rl:{p:a:60}:y', 'untagged'];
+    const slots = new Set(await Promise.all(keys.map((key) => redis.call('CLUSTER', 'KEYSLOT', key))));
+    expect(slots.size).toBeGreaterThan(2);
+    // All asked in one turn: one batch, split per slot (one script may touch one slot only).
+    const counted = await Promise.all([...keys, ...keys].map((key) => counter.add(key, 60, 1)));
+    expect(counted.map((c) => c.consumed)).toEqual([...keys.map(() => 1), ...keys.map(() => 2)]);
   });
 
   it('a revocation written to the cluster is refused by both gateways', async () => {
