@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
+import { verifyAuditFile } from '../../gateway/audit/verify-chain.ts';
 import { sleep, startTestGateway, type TestGateway } from './support/harness.ts';
 import { startReplica, type Replica, type ReplicaOptions } from './support/replica-process.ts';
 
@@ -36,7 +37,7 @@ async function gatewayFor(route: Record<string, unknown>, extra: Record<string, 
     { auditLogPath },
   );
   cleanups.push(() => gw.close());
-  return { gw, audit: () => readAudit(auditLogPath) };
+  return { gw, audit: () => readAudit(auditLogPath), auditFile: auditLogPath };
 }
 
 function readAudit(path: string): Record<string, unknown>[] {
@@ -135,7 +136,7 @@ describe('a target dies under load', () => {
   it('answers a POST to the dead target 502 once and never sends it again; GETs go through', async () => {
     const a = await replica({ name: 'a' });
     const b = await replica({ name: 'b' });
-    const { gw, audit } = await gatewayFor({ upstreams: [{ url: a.url }, { url: b.url }] });
+    const { gw, audit, auditFile } = await gatewayFor({ upstreams: [{ url: a.url }, { url: b.url }] });
     await a.kill();
 
     const posts = [];
@@ -148,11 +149,16 @@ describe('a target dies under load', () => {
     expect(posts.filter((status) => status === 200)).toHaveLength(2);
     expect((await b.counts())['POST']).toBe(2);
     expect(gets).toEqual([200, 200, 200, 200]);
+    // A record is written once its response has closed, just after the client read it.
+    for (let i = 0; i < 100 && audit().length < 8; i++) await sleep(10);
     const records = audit();
+    expect(records).toHaveLength(8);
     expect(records.filter((r) => r['method'] === 'POST' && r['retries'] !== undefined)).toEqual([]);
     expect(records.filter((r) => r['method'] === 'GET' && r['retries'] !== undefined).length).toBeGreaterThan(
       0,
     );
+    // The retries are part of the sealed records: the hash chain still verifies.
+    expect(await verifyAuditFile(auditFile)).toMatchObject({ ok: true, records: records.length });
   });
 
   it('ejects a target after consecutive failures, never more than the configured share', async () => {
