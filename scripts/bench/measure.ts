@@ -48,8 +48,9 @@ async function probe(row: Row, tls: Agent): Promise<{ status: number; cacheStatu
   return { status: response.statusCode, cacheStatus: Array.isArray(value) ? value.join(', ') : value };
 }
 
-async function runLoad(running: Running, options: LoadOptions): Promise<LoadResult> {
-  const child = startNode([join(ROOT, 'scripts/bench/load.ts'), JSON.stringify(options)], {
+async function runLoad(running: Running, options: LoadOptions, protocol?: 'h2'): Promise<LoadResult> {
+  const driver = protocol === 'h2' ? 'scripts/bench/load-h2.ts' : 'scripts/bench/load.ts';
+  const child = startNode([join(ROOT, driver), JSON.stringify(options)], {
     cpu: running.placement.others,
     captureStdout: true,
   });
@@ -106,7 +107,8 @@ export async function measureRow(
     duration: settings.duration,
     headers: {},
   };
-  if (warmupSeconds > 0) await runLoad(running, { ...load, duration: warmupSeconds, headers: row.headers() });
+  if (warmupSeconds > 0)
+    await runLoad(running, { ...load, duration: warmupSeconds, headers: row.headers() }, row.protocol);
   await sleep(SETTLE_MS);
 
   const countersBefore = row.gateway === undefined ? undefined : await gatewayCounters(row.gateway.admin);
@@ -114,7 +116,7 @@ export async function measureRow(
   const machine = cpuJiffies();
   // The measured process with its children: a gateway with GATEWAY_WORKERS works in its workers.
   const before = { measured: treeCpuMicros(pid), service: cpuMicros(service.pid!), at: performance.now() };
-  const result = await runLoad(running, { ...load, headers: row.headers() });
+  const result = await runLoad(running, { ...load, headers: row.headers() }, row.protocol);
   await sleep(SETTLE_MS);
   const after = { measured: treeCpuMicros(pid), service: cpuMicros(service.pid!), at: performance.now() };
   const machineBusy = cpuBusySince(machine);

@@ -27,6 +27,8 @@ export interface Row {
   headers: () => Record<string, string>;
   expectedStatus: number;
   note: string;
+  /** Driven over HTTP/2 by load-h2.ts; otherwise HTTP/1.1 by autocannon (load.ts). */
+  protocol?: 'h2';
 }
 
 /** Creates an order through the gateway, as a client would; returns its id. */
@@ -120,6 +122,17 @@ export async function defineRows(running: Running, tls: Agent): Promise<Row[]> {
       headers: () => bearer,
       expectedStatus: 200,
       note: 'full pipeline, answered from the cache',
+    },
+    {
+      name: 'gateway, HTTP/2 cache hit',
+      group: 'main',
+      measured: gateway,
+      gateway: running.gateway,
+      url: `${running.gateway.url}${path}`,
+      headers: () => bearer,
+      expectedStatus: 200,
+      protocol: 'h2',
+      note: 'the cache-hit row over HTTP/2: 4 connections of 8 streams (load-h2.ts)',
     },
     {
       name: 'gateway, 304 at edge',
