@@ -204,6 +204,20 @@ describe('a target dies under load', () => {
 });
 
 describe('/readyz', () => {
+  it('without a health check, probes every target of a route and is ready while one accepts', async () => {
+    const a = await replica({ name: 'a' });
+    const b = await replica({ name: 'b' });
+    const { gw } = await gatewayFor({ upstreams: [{ url: a.url }, { url: b.url }] });
+    await a.kill();
+    const response = await request(`${gw.adminOrigin}/readyz`);
+    expect(response.statusCode).toBe(200);
+    expect(((await response.body.json()) as { checks: unknown[] }).checks).toContainEqual({
+      name: 'route /v1',
+      ok: true,
+      detail: `1 of 2 targets reachable; ${a.url} ECONNREFUSED`,
+    });
+  });
+
   it('stays ready while one target of a route is healthy, and not when none is (503 for requests too)', async () => {
     const a = await replica({ name: 'a' });
     const b = await replica({ name: 'b' });
