@@ -78,6 +78,45 @@ const AUTHORIZATION = /^([A-Za-z]+) +([\x21-\x7e]+)$/;
 const VERIFIED_API_KEYS = 10_000;
 const admitAll: VerifyGate = () => Promise.resolve();
 
+/**
+ * The issuer whose access tokens are accepted, its keys and audience: the configured identity
+ * provider, or the development issuer of the data dir. Says which at start, once.
+ */
+function trustedIssuer(
+  jwt: AuthConfig['jwt'],
+  deps: AuthenticatorDeps,
+  now: () => number,
+): { keys: KeySource; issuer: string; audience: string | string[] } {
+  if (jwt.jwksUrl === undefined && jwt.jwksFile === undefined) {
+    const dev = loadOrCreateDevIssuer(deps.dataDir);
+    deps.logger.warn(
+      { issuer: dev.issuer, dataDir: deps.dataDir },
+      'trusting the development issuer of the data dir (no auth.jwt.jwksUrl or jwksFile configured)',
+    );
+    return { keys: createStaticKeySource(dev.jwks), issuer: dev.issuer, audience: dev.audience };
+  }
+  const keys =
+    jwt.jwksUrl !== undefined
+      ? createRemoteKeySource({
+          url: jwt.jwksUrl,
+          fetch: deps.fetch ?? undiciFetch,
+          logger: deps.logger,
+          now,
+          freshMs: KEYS_FRESH_MS,
+          staleMaxAgeMs: jwt.staleKeysMaxAgeSeconds * 1000,
+          cooldownMs: jwt.refetchCooldownSeconds * 1000,
+        })
+      : createStaticKeySource(JSON.parse(readFileSync(jwt.jwksFile!, 'utf8')));
+  // checkAuthConfig made sure both are set with an external issuer.
+  const issuer = jwt.issuer!;
+  const audience = jwt.audience!;
+  deps.logger.info(
+    { issuer, audience, keys: jwt.jwksUrl ?? jwt.jwksFile, customerClaim: jwt.customerClaim },
+    'trusting access tokens of the configured issuer',
+  );
+  return { keys, issuer, audience };
+}
+
 /** Builds the authenticator once from validated config; throws on a config that cannot work. */
 export function createAuthenticator(config: AuthConfig, deps: AuthenticatorDeps): Authenticator {
   const problems = checkAuthConfig(config);
@@ -85,41 +124,7 @@ export function createAuthenticator(config: AuthConfig, deps: AuthenticatorDeps)
   const { jwt } = config;
   const now = deps.now ?? Date.now;
 
-  let keys: KeySource;
-  let issuer: string;
-  let audience: string | string[];
-  if (jwt.jwksUrl !== undefined) {
-    keys = createRemoteKeySource({
-      url: jwt.jwksUrl,
-      fetch: deps.fetch ?? undiciFetch,
-      logger: deps.logger,
-      now,
-      freshMs: KEYS_FRESH_MS,
-      staleMaxAgeMs: jwt.staleKeysMaxAgeSeconds * 1000,
-      cooldownMs: jwt.refetchCooldownSeconds * 1000,
-    });
-    issuer = jwt.issuer!;
-    audience = jwt.audience!;
-  } else if (jwt.jwksFile !== undefined) {
-    keys = createStaticKeySource(JSON.parse(readFileSync(jwt.jwksFile, 'utf8')));
-    issuer = jwt.issuer!;
-    audience = jwt.audience!;
-  } else {
-    const dev = loadOrCreateDevIssuer(deps.dataDir);
-    deps.logger.warn(
-      { issuer: dev.issuer, dataDir: deps.dataDir },
-      'trusting the development issuer of the data dir (no auth.jwt.jwksUrl or jwksFile configured)',
-    );
-    keys = createStaticKeySource(dev.jwks);
-    issuer = dev.issuer;
-    audience = dev.audience;
-  }
-  if (jwt.jwksUrl !== undefined || jwt.jwksFile !== undefined) {
-    deps.logger.info(
-      { issuer, audience, keys: jwt.jwksUrl ?? jwt.jwksFile, customerClaim: jwt.customerClaim },
-      'trusting access tokens of the configured issuer',
-    );
-  }
+  const { keys, issuer, audience } = trustedIssuer(jwt, deps, now);
 
   const verifier = createJwtVerifier({
     issuer,
