@@ -23,6 +23,7 @@ export function forwardedHeaders(ctx: GatewayContext, trustProxy: boolean): stri
   const out: string[] = [];
   // What a trusted load balancer said before us; never read otherwise.
   const incoming = trustProxy ? new Map<string, string[]>() : undefined;
+  let cookies: string[] | undefined;
   ctx.upstreamHeaders.forEach((name, value) => {
     // HTTP/2 pseudo-headers are no HTTP/1.1 fields (`:authority` goes on as the forwarded host).
     if (name.charCodeAt(0) === COLON || drop.has(name) || NOT_FORWARDED.has(name)) return;
@@ -30,8 +31,14 @@ export function forwardedHeaders(ctx: GatewayContext, trustProxy: boolean): stri
       incoming?.set(name, [...(incoming.get(name) ?? []), value]);
       return;
     }
+    if (name === 'cookie') {
+      // HTTP/2 may split Cookie into one field per pair; HTTP/1.1 takes one (RFC 9113 §8.2.3).
+      (cookies ??= []).push(value);
+      return;
+    }
     out.push(name, value);
   });
+  if (cookies !== undefined) out.push('cookie', cookies.join('; '));
 
   const address = peerAddress(req);
   const host = req.headers.host ?? '';

@@ -325,6 +325,17 @@ describe('HTTP/2 header rules (RFC 9113 §8.2, §8.3)', () => {
     expect(upstream.records.find((r) => r.url === '/v1/y')?.headers['x-forwarded-host']).toBe('api.example');
   });
 
+  it('cookie fields split as HTTP/2 allows reach the upstream as one Cookie (RFC 9113 §8.2.3)', async () => {
+    raw.headers(1, [...requestFields('/v1/x'), ['cookie', 'a=1'], ['x-other', 'o'], ['cookie', 'b=2']]);
+    await raw.waitFor((f) => f.streamId === 1 && f.type === FRAME.DATA && (f.flags & 1) === 1);
+    const record = upstream.records[0]!;
+    const cookies = record.rawHeaders.filter(
+      (_, i) => i % 2 === 0 && /^cookie$/i.test(record.rawHeaders[i]!),
+    );
+    expect(cookies).toHaveLength(1);
+    expect(record.headers['cookie']).toBe('a=1; b=2');
+  });
+
   it('a dot segment is refused by the hygiene stage as over HTTP/1.1', async () => {
     raw.headers(1, requestFields('/v1/%2e%2e/admin'));
     await raw.waitFor((f) => f.streamId === 1 && f.type === FRAME.DATA && (f.flags & 1) === 1);
@@ -362,6 +373,39 @@ describe('listener.http2.enabled: false', () => {
       });
     } finally {
       await plain.close();
+    }
+  });
+});
+
+describe('interim responses over HTTP/2', () => {
+  it("the upstream's 103 Early Hints reaches an h2 client before the final answer", async () => {
+    const hinting = await startRecordingUpstream((req, res) => {
+      res.writeEarlyHints({ link: '</a.css>; rel=preload; as=style' });
+      req.resume();
+      req.on('end', () => res.setHeader('Content-Type', 'application/json').end('{"ok":true}'));
+    });
+    const edge = await startTestGateway(hinting.url);
+    const client = await h2Session(edge.port, edge.certificate.cert);
+    try {
+      const interim: Record<string, unknown>[] = [];
+      const final = await new Promise<H2Response>((resolve, reject) => {
+        const stream = client.request({ ':path': '/v1/x' });
+        let head: H2Response['headers'] = {};
+        let body = '';
+        stream.on('headers', (h) => interim.push(h));
+        stream.on('response', (h) => (head = h));
+        stream.on('data', (chunk: Buffer) => (body += chunk.toString()));
+        stream.on('end', () => resolve({ status: Number(head[':status']), headers: head, body }));
+        stream.on('error', reject);
+      });
+      expect(interim).toHaveLength(1);
+      expect(interim[0]).toMatchObject({ ':status': 103, link: '</a.css>; rel=preload; as=style' });
+      expect(final.status).toBe(200);
+      expect(final.body).toBe('{"ok":true}');
+    } finally {
+      await closeSession(client);
+      await edge.close();
+      await hinting.close();
     }
   });
 });
