@@ -15,7 +15,7 @@ import type { Refusals } from './raw-refusal.ts';
  * the compatibility objects as it reads node:http's.
  */
 export function createHttp2Requests(
-  limits: Http2Limits & { requestTimeoutMs: number },
+  limits: Http2Limits,
   handle: (req: IncomingMessage, res: ServerResponse) => void,
   refuse: Refusals,
 ): (req: Http2ServerRequest, res: Http2ServerResponse) => void {
