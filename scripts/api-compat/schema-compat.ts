@@ -63,13 +63,31 @@ const strings = (value: unknown): string[] =>
   Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
 
 /** The JSON types a schema admits; undefined when it admits any. */
-function types(schema: Json): Set<string> | undefined {
+function types(schema: Json, doc: Json): Set<string> | undefined {
   const type = schema['type'];
   const list = typeof type === 'string' ? [type] : strings(type);
-  if (list.length === 0) return undefined;
+  if (list.length === 0) return alternativeTypes(schema, doc);
   if (schema['nullable'] === true) list.push('null');
   return new Set(list);
 }
+
+/** `anyOf`/`oneOf` of typed schemas (`[string, null]`, say) admit the union of their types. */
+function alternativeTypes(schema: Json, doc: Json): Set<string> | undefined {
+  const branches = alternatives(schema);
+  if (branches.length === 0) return undefined;
+  const union = new Set<string>();
+  for (const branch of branches) {
+    const admitted = types(resolve(branch, doc), doc);
+    if (admitted === undefined) return undefined;
+    for (const type of admitted) union.add(type);
+  }
+  return union;
+}
+
+const alternatives = (schema: Json): unknown[] => {
+  const branches = schema['anyOf'] ?? schema['oneOf'];
+  return Array.isArray(branches) ? branches : [];
+};
 
 /** Whether every type `inner` admits is admitted by `outer` (integer is a number). */
 function within(inner: Set<string> | undefined, outer: Set<string> | undefined): boolean {
@@ -126,7 +144,7 @@ function walk(
   const breaks: SchemaBreak[] = [];
   const add = (what: string) => breaks.push({ at: at === '' ? '(body)' : at, what });
 
-  const [bTypes, aTypes] = [types(b), types(a)];
+  const [bTypes, aTypes] = [types(b, before.doc), types(a, after.doc)];
   if (direction === 'request' ? !within(bTypes, aTypes) : !within(aTypes, bTypes))
     add(
       `${direction === 'request' ? 'narrowed' : 'changed'} type: ${describe(bTypes)} → ${describe(aTypes)}`,
@@ -144,6 +162,14 @@ function walk(
   if (direction === 'request') for (const what of narrowedBounds(b, a)) add(`narrowed: ${what}`);
 
   breaks.push(...properties(before, after, b, a, direction, at, seen));
+  // Alternatives in the same order are compared one by one (what each branch holds).
+  const [bBranches, aBranches] = [alternatives(b), alternatives(a)];
+  if (bBranches.length > 0 && bBranches.length === aBranches.length)
+    bBranches.forEach((branch, i) =>
+      breaks.push(
+        ...walk({ ...before, schema: branch }, { ...after, schema: aBranches[i] }, direction, at, seen),
+      ),
+    );
   if (b['items'] !== undefined && a['items'] !== undefined)
     breaks.push(
       ...walk(

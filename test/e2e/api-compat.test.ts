@@ -116,6 +116,32 @@ describe('breaking changes fail the gate, each named', () => {
   });
 });
 
+describe('alternatives (anyOf / oneOf)', () => {
+  const nextCursor = (doc: Json) =>
+    schemas(doc as { components: Json })['OrderList']!.properties as unknown as Record<string, unknown>;
+
+  it('a response field of [string, null] that becomes an integer has changed type', () => {
+    const next = structuredClone(baseline);
+    nextCursor(next)['next_cursor'] = { type: 'integer' };
+    expect(breakingChanges(baseline, next).map((c) => c.what)).toContain(
+      'response 200 (application/json) next_cursor: changed type: string|null → integer',
+    );
+  });
+
+  it('one that is never null any more breaks no reader', () => {
+    const next = structuredClone(baseline);
+    nextCursor(next)['next_cursor'] = { type: 'string' };
+    expect(breakingChanges(baseline, next)).toEqual([]);
+  });
+
+  it('a branch whose type changed is found, compared with the branch in its place', () => {
+    const next = structuredClone(baseline);
+    const field = nextCursor(next)['next_cursor'] as { anyOf: { type: string; maxLength?: number }[] };
+    field.anyOf[0]!.type = 'integer';
+    expect(breakingChanges(baseline, next).length).toBeGreaterThan(0);
+  });
+});
+
 describe('additions pass the gate', () => {
   it('a new path, an optional request field, a response field, a response enum value, a widened request type', async () => {
     const file = candidate('additions', (doc) => {
