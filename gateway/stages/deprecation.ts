@@ -43,17 +43,20 @@ export function createDeprecationStage(
     if (route.deprecation !== undefined) byRoute.set(route, deprecationFields(route.deprecation));
   if (byRoute.size === 0) return undefined;
 
-  return async function deprecation(ctx, next) {
+  // Other routes pass straight through: no promise of the stage's own on their requests.
+  return function deprecation(ctx, next) {
     const fields = ctx.route === undefined ? undefined : byRoute.get(ctx.route);
-    await next();
-    const response = ctx.response;
-    if (fields === undefined || response === undefined) return;
-    const { headers } = response;
-    headers['deprecation'] = fields.deprecation;
-    if (fields.sunset !== undefined) headers['sunset'] = fields.sunset;
-    // The upstream's own links (rel="next" on lists) stay; ours are added.
-    if (fields.links.length > 0) headers['link'] = [...asList(headers['link']), ...fields.links];
-    countCall(ctx.route!.prefix, ctx.principal);
+    if (fields === undefined) return next();
+    return next().then(() => {
+      const response = ctx.response;
+      if (response === undefined) return;
+      const { headers } = response;
+      headers['deprecation'] = fields.deprecation;
+      if (fields.sunset !== undefined) headers['sunset'] = fields.sunset;
+      // The upstream's own links (rel="next" on lists) stay; ours are added.
+      if (fields.links.length > 0) headers['link'] = [...asList(headers['link']), ...fields.links];
+      countCall(ctx.route!.prefix, ctx.principal);
+    });
   };
 }
 
