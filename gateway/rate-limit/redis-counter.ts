@@ -97,6 +97,13 @@ export function createRedisCounter(redis: RedisClient): RedisCounter {
   // A cluster client retries a command whose master died (until the slots are re-read), past
   // the per-node command timeout: the batch gets that timeout as its own deadline.
   const deadlineMs = isCluster(redis) ? redis.options.redisOptions?.commandTimeout : undefined;
+  // ioredis picks a cluster's auto-pipeline by a script's first argument, here the key count,
+  // not its first key (ioredis issue #2109): calls for two slots could share a pipeline and
+  // fail. Each call is one slot's whole batch of the turn already; it goes out on its own.
+  if (isCluster(redis)) {
+    const ignored = (redis.options.autoPipeliningIgnoredCommands ??= []);
+    if (!ignored.includes(COMMAND)) ignored.push(COMMAND);
+  }
   let pending: Pending[] = [];
 
   function flush(): void {
