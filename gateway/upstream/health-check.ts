@@ -42,7 +42,7 @@ export function startHealthChecks(
     const { member } = entry;
     deps.metrics.healthCheck(set.route, member.url, ok);
     entry.streak = ok ? Math.max(entry.streak, 0) + 1 : Math.min(entry.streak, 0) - 1;
-    if (ok) deps.outlier.readmit(set, member);
+    if (ok) deps.outlier.checkPassed(set, member);
     if (ok && !member.healthy && entry.streak >= check.healthyAfter) {
       member.healthy = true;
       deps.log.info({ route: set.route, upstream: member.url }, 'upstream target healthy');

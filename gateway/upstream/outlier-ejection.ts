@@ -4,7 +4,7 @@
  * ejections, at most `maxEjectionMs`; a 503 with Retry-After takes it out for that long. Never
  * more than `maxEjectionPercent` of a route's targets are out this way at once, so a route
  * with one target never loses it. A timer brings each ejected target back; a passing health
- * check brings it back sooner.
+ * check brings one ejected for its failures back sooner.
  */
 import type { Logger } from 'pino';
 import type { OutlierDetection } from './resilience-schema.ts';
@@ -16,8 +16,11 @@ export interface OutlierEjection {
   failed(set: UpstreamSet, member: Member): void;
   /** Keeps `member` out for `ms` (a 503's Retry-After), within the same share of targets. */
   holdBack(set: UpstreamSet, member: Member, ms: number): void;
-  /** Ends an ejection early (a passing health check). */
-  readmit(set: UpstreamSet, member: Member): void;
+  /**
+   * A passing health check: ends an ejection for failures early, never a Retry-After hold
+   * (the target said when to come back; its health endpoint may well answer meanwhile).
+   */
+  checkPassed(set: UpstreamSet, member: Member): void;
   close(): void;
 }
 
@@ -43,6 +46,7 @@ export function createOutlierEjection(
     const room = Math.floor((set.members.length * config.maxEjectionPercent) / 100);
     if (member.ejected || set.ejectedCount >= room) return;
     member.ejected = true;
+    member.ejectedFor = reason;
     set.ejectedCount++;
     ejectedMembers.set(member, set);
     refreshMember(member);
@@ -68,7 +72,9 @@ export function createOutlierEjection(
     holdBack(set, member, ms) {
       eject(set, member, Math.min(ms, config.maxEjectionMs), 'retry-after');
     },
-    readmit,
+    checkPassed(set, member) {
+      if (member.ejectedFor !== 'retry-after') readmit(set, member);
+    },
     close() {
       for (const member of ejectedMembers.keys()) {
         clearTimeout(member.ejectionTimer);

@@ -24,6 +24,8 @@ export interface Member {
   consecutiveFailures: number;
   /** Taken out by outlier ejection or a 503's Retry-After, until its timer returns it. */
   ejected: boolean;
+  /** Why it is ejected: `consecutive failures` or `retry-after`. */
+  ejectedFor: string;
   /** How many ejections the next one's length is multiplied by (outlier-ejection.ts). */
   ejections: number;
   /** When the last ejection ended: a quiet stretch since then shrinks `ejections`. */
@@ -69,6 +71,7 @@ export function createUpstreamSet(
     current: 0,
     consecutiveFailures: 0,
     ejected: false,
+    ejectedFor: '',
     ejections: 0,
     returnedAt: 0,
     ejectionTimer: undefined,

@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
-import { startTestGateway, type TestGateway } from './support/harness.ts';
+import { sleep, startTestGateway, type TestGateway } from './support/harness.ts';
 import { startReplica, type Replica, type ReplicaOptions } from './support/replica-process.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -19,9 +19,13 @@ async function replica(options: ReplicaOptions): Promise<Replica> {
   return started;
 }
 
-async function gatewayFor(upstreams: { url: string }[], proxy: Record<string, unknown>) {
+async function gatewayFor(
+  upstreams: { url: string }[],
+  proxy: Record<string, unknown>,
+  route: Record<string, unknown> = {},
+) {
   const gw = await startTestGateway('http://unused.invalid', {
-    routes: [{ prefix: '/v1', upstreams, auth: 'none' }],
+    routes: [{ prefix: '/v1', upstreams, auth: 'none', ...route }],
     rateLimits: { policies: [] },
     proxy,
   });
@@ -85,9 +89,14 @@ describe('503 with Retry-After', () => {
   it('retries on the other target and sends nothing more to the one that asked to wait', async () => {
     const busy = await replica({ name: 'busy', mode: '503', retryAfter: '30' });
     const ok = await replica({ name: 'ok' });
-    const gw = await gatewayFor([{ url: busy.url }, { url: ok.url }], {});
+    // Its /healthz passes all along: a passing check must not cut the wait it asked for short.
+    const healthCheck = { intervalMs: 100, timeoutMs: 90, healthyAfter: 1 };
+    const gw = await gatewayFor([{ url: busy.url }, { url: ok.url }], {}, { healthCheck });
     const answers = [];
-    for (let i = 0; i < 10; i++) answers.push(await get(gw));
+    for (let i = 0; i < 10; i++) {
+      answers.push(await get(gw));
+      await sleep(50);
+    }
     expect(answers.map((answer) => answer.status)).toEqual(Array(10).fill(200));
     expect(await busy.counts()).toEqual({ GET: 1 });
     expect(await ok.counts()).toEqual({ GET: 10 });
