@@ -25,13 +25,14 @@ interface SpanIds {
 }
 
 export function createTraceContextStage(config: TracingConfig, exporter?: SpanExporter): Stage {
+  const sampleNew = exporter === undefined ? () => false : ratioSampler(config.otlp.sampleRatio);
   return function traceContext(ctx, next) {
     const { headers } = ctx.req;
     const parent = config.acceptFromClient ? parseTraceParent(headers.traceparent) : undefined;
     const traceId = parent?.traceId ?? newTraceId();
     const spanId = newSpanId();
-    // Sampled says "the caller may have recorded": true of a new trace only when we export.
-    const sampled = parent?.sampled ?? exporter !== undefined;
+    // Sampled says "the caller may have recorded": of a new trace, only when we export it.
+    const sampled = parent?.sampled ?? sampleNew(traceId);
     ctx.facts.traceId = traceId;
     ctx.upstreamHeaders.set('traceparent', formatTraceParent(traceId, spanId, sampled));
     // tracestate belongs to the trace its traceparent named: with a new trace it must go.
@@ -46,6 +47,18 @@ export function createTraceContextStage(config: TracingConfig, exporter?: SpanEx
     }
     return next();
   };
+}
+
+/**
+ * Samples a share of new traces by their id (its last 8 hex digits as a fraction), as
+ * OpenTelemetry's TraceIdRatioBased sampler does: no random draw of its own, and every
+ * process that sees the trace decides alike.
+ */
+function ratioSampler(ratio: number): (traceId: string) => boolean {
+  if (ratio >= 1) return () => true;
+  if (ratio <= 0) return () => false;
+  const bound = Math.floor(ratio * 0x1_0000_0000);
+  return (traceId) => Number.parseInt(traceId.slice(-8), 16) < bound;
 }
 
 /** The span ends when the response does (its body sent, or cut short). */

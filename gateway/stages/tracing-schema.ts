@@ -18,6 +18,13 @@ export const OtlpExportSchema = Type.Object(
       default: {},
       description: 'Request headers for the collector (an API key, say). Never logged.',
     }),
+    sampleRatio: Type.Number({
+      minimum: 0,
+      maximum: 1,
+      default: 1,
+      description:
+        "Share of the traces started here that are sampled (and exported), decided from the trace id; a client's own sampled flag is kept as it is.",
+    }),
     serviceName: Type.String({
       minLength: 1,
       default: 'portico-gateway',

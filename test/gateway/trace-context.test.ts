@@ -319,6 +319,39 @@ describe('OTLP/HTTP export of spans', () => {
     expect(receiver.spans().map((s) => s.traceId)).toEqual([TRACE]);
   });
 
+  it("samples a share of the traces it starts (sampleRatio), and keeps a client's sampled flag", async () => {
+    const receiver = await startReceiver();
+    const { upstream, gw } = await setup({
+      tracing: { otlp: { endpoint: receiver.endpoint, flushIntervalMs: 20, sampleRatio: 0.5 } },
+    });
+    const requests = 200;
+    for (let i = 0; i < requests; i++) await get(gw, `/v1/r${i}`);
+    const flags = upstream.records.map((r) => parseTraceParent(r.headers['traceparent'])!.sampled);
+    const sampled = flags.filter(Boolean).length;
+    // Binomial(200, 0.5): outside 60-140 about once in 10^8 runs.
+    expect(sampled).toBeGreaterThan(60);
+    expect(sampled).toBeLessThan(140);
+    await expect.poll(() => receiver.spans().length, { timeout: 5000 }).toBe(sampled);
+    // Exported are exactly the sampled ones, by trace id.
+    const exported = new Set(receiver.spans().map((s) => s.traceId));
+    for (const record of upstream.records) {
+      const sent = parseTraceParent(record.headers['traceparent'])!;
+      expect(exported.has(sent.traceId)).toBe(sent.sampled);
+    }
+  });
+
+  it("with sampleRatio 0 starts unsampled traces, and still exports a client's sampled one", async () => {
+    const receiver = await startReceiver();
+    const { upstream, gw } = await setup({
+      tracing: { otlp: { endpoint: receiver.endpoint, flushIntervalMs: 20, sampleRatio: 0 } },
+    });
+    await get(gw, '/v1/new');
+    expect(sentUpstream(upstream).sampled).toBe(false);
+    await get(gw, '/v1/continued', { traceparent: VALID });
+    await expect.poll(() => receiver.spans().length, { timeout: 3000 }).toBe(1);
+    expect(receiver.spans()[0]!.traceId).toBe(TRACE);
+  });
+
   it('batches: a full batch leaves at once, in one request', async () => {
     const receiver = await startReceiver();
     const { gw } = await setup({
