@@ -21,7 +21,8 @@ const USAGE = [
 answerHelp(`${USAGE}
 
 Compares two OpenAPI 3.x documents of one API version and names every change that breaks an
-existing client: a removed path or operation; a new required parameter, request field or
+existing client: a removed path, operation or query parameter (this API refuses unknown ones);
+a new required parameter, request field or
 request body; a request schema that accepts less (narrowed type, enum, bounds, pattern); a
 removed success response, media type, response field or enum value; a response field whose
 type changed or that is no longer always present. Additions are not breaking.

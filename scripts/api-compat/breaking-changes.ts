@@ -80,7 +80,13 @@ const list = (value: unknown): unknown[] => (Array.isArray(value) ? value : []);
 function parameters({ before, after }: Sides): string[] {
   const found: string[] = [];
   const old = parameterMap(before);
-  for (const [key, parameter] of parameterMap(after)) {
+  const now = parameterMap(after);
+  // This API answers an unknown query parameter with 400: a client still sending one that was
+  // removed is refused. (An unknown header is ignored, so a removed header parameter is not.)
+  for (const [key, parameter] of old)
+    if (parameter['in'] === 'query' && !now.has(key))
+      found.push(`removed query parameter ${String(parameter['name'])}`);
+  for (const [key, parameter] of now) {
     const name = `${String(parameter['in'])} parameter ${String(parameter['name'])}`;
     const was = old.get(key);
     if (parameter['required'] === true && was?.['required'] !== true) found.push(`new required ${name}`);

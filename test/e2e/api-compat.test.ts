@@ -101,6 +101,16 @@ describe('breaking changes fail the gate, each named', () => {
     expect(result.stdout).toMatch(/^api:compat: \d+ breaking changes$/m);
   });
 
+  it('a removed query parameter (the API answers unknown ones with 400)', () => {
+    const next = structuredClone(baseline) as { paths: Json };
+    const list = paths(next)['/v1/orders']!['get']!;
+    list['parameters'] = list['parameters']!.filter((p) => (p as { name?: string }).name !== 'sort');
+    expect(breakingChanges(baseline, next as Json)).toContainEqual({
+      where: 'GET /v1/orders',
+      what: 'removed query parameter sort',
+    });
+  });
+
   it('narrowed bounds of a request field, and a field that stops being always present', () => {
     const next = structuredClone(baseline);
     schemas(next as { components: Json })['PaymentInput']!.properties['amount']!.maximum = 5;
