@@ -115,8 +115,12 @@ function withoutConnectionFields(
   if (fields === undefined) return undefined;
   if (Array.isArray(fields)) {
     const flat = fields as readonly string[];
-    const kept: string[] = [];
-    for (let i = 0; i + 1 < flat.length; i += 2)
+    // Most answers name none: those go on as they are, without a copy.
+    let i = 0;
+    while (i < flat.length && !CONNECTION_SPECIFIC.has(flat[i]!.toLowerCase())) i += 2;
+    if (i >= flat.length) return flat;
+    const kept = flat.slice(0, i);
+    for (; i + 1 < flat.length; i += 2)
       if (!CONNECTION_SPECIFIC.has(flat[i]!.toLowerCase())) kept.push(flat[i]!, flat[i + 1]!);
     return kept;
   }
