@@ -110,6 +110,29 @@ describe('ALPN on the HTTPS port', () => {
     expect(response.headers['strict-transport-security']).toBe('max-age=31536000; includeSubDomains');
   });
 
+  it('h2 over TLS 1.2 gets an AEAD suite, as RFC 9113 §9.2 asks; the same policy as HTTP/1.1', async () => {
+    const cipher = await new Promise<{ alpn: string | false; name: string; version: string }>(
+      (resolve, reject) => {
+        const socket = tlsConnect({
+          host: '127.0.0.1',
+          port: gw.port,
+          ca: gw.certificate.cert,
+          servername: 'localhost',
+          ALPNProtocols: ['h2'],
+          maxVersion: 'TLSv1.2',
+        });
+        socket.once('secureConnect', () => {
+          resolve({ alpn: socket.alpnProtocol ?? false, ...socket.getCipher() });
+          socket.destroy();
+        });
+        socket.once('error', reject);
+      },
+    );
+    expect(cipher.alpn).toBe('h2');
+    expect(cipher.version).toBe('TLSv1.2');
+    expect(cipher.name).toMatch(/^ECDHE-(ECDSA|RSA)-(AES\d+-GCM-SHA\d+|CHACHA20-POLY1305)$/);
+  });
+
   it('serves HTTP/1.1 to a client that offers no ALPN at all', async () => {
     expect(await negotiate(undefined)).toBe(false);
   });
