@@ -57,7 +57,9 @@ describe('the internal transport at start', () => {
     const { log, warnings } = capture();
     const running = await runGateway(baseEnv(dataDir), log);
     await running.stop();
+    // The default routes: /v1, /v1/openapi.json and /v1/docs, all to the service.
     expect(running.config.routes.map((route) => route.upstream)).toEqual([
+      'https://127.0.0.1:8081',
       'https://127.0.0.1:8081',
       'https://127.0.0.1:8081',
     ]);

@@ -234,13 +234,17 @@ describe('redirect listener', () => {
 });
 
 describe('graceful shutdown (in process)', () => {
-  it('answers in-flight requests with Connection: close, refuses new connections, and cuts what outlives the deadline', async () => {
+  it('answers in-flight HTTP/1.1 requests with Connection: close, refuses new connections, and cuts what outlives the deadline', async () => {
     const { gw } = await upstreamAndGateway({ listener: { shutdownTimeoutMs: 500 } }, (req, res) => {
       if (req.url === '/v1/hang') return;
       setTimeout(() => res.end('done'), 200);
     });
-    const quick = request(`${gw.origin}/v1/quick`, { dispatcher: gw.agent });
-    const hung = request(`${gw.origin}/v1/hang`, { dispatcher: gw.agent }).then(
+    // HTTP/1.1 on purpose (undici offers h2 by default): `Connection: close` is its drain
+    // signal; HTTP/2's is GOAWAY (test/gateway/http2-limits.test.ts).
+    const http1 = new Agent({ allowH2: false, connect: { ca: gw.certificate.cert, servername: 'localhost' } });
+    cleanups.push(() => http1.close());
+    const quick = request(`${gw.origin}/v1/quick`, { dispatcher: http1 });
+    const hung = request(`${gw.origin}/v1/hang`, { dispatcher: http1 }).then(
       () => 'answered',
       () => 'cut',
     );
@@ -288,7 +292,7 @@ describe('signals (gateway/main.ts as a child process)', () => {
     for (const gateway of processes.splice(0)) await gateway.stop();
   });
 
-  it('SIGTERM with 50 in-flight requests: all complete, then the process exits 0', async () => {
+  it('SIGTERM with 50 in-flight HTTP/1.1 requests: all complete with Connection: close, then the process exits 0', async () => {
     const upstream = await startRecordingUpstream((req, res) => {
       req.resume();
       setTimeout(() => res.end(`done ${req.url}`), 700);
@@ -300,7 +304,11 @@ describe('signals (gateway/main.ts as a child process)', () => {
       routes: [{ prefix: '/v1', upstream: upstream.url, auth: 'none' }],
     });
     processes.push(gateway);
-    const agent = new Agent({ connections: 50, connect: { ca: certificate.cert, servername: 'localhost' } });
+    const agent = new Agent({
+      connections: 50,
+      allowH2: false,
+      connect: { ca: certificate.cert, servername: 'localhost' },
+    });
     cleanups.push(() => agent.close());
 
     const inFlight = Array.from({ length: 50 }, (_, i) =>

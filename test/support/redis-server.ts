@@ -4,25 +4,8 @@
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { Socket } from 'node:net';
 import { freePort } from './free-port.ts';
-
-async function waitForPort(port: number, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const socket = new Socket();
-      socket.once('error', () => resolve(false));
-      socket.connect(port, '127.0.0.1', () => {
-        socket.destroy();
-        resolve(true);
-      });
-    });
-    if (ok) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`redis-server did not listen on ${port}`);
-}
+import { waitForPort } from './redis-nodes.ts';
 
 export interface OwnRedis {
   url: string;
