@@ -56,6 +56,7 @@ export function createUpstreams(origins: Iterable<string>, config: ProxyConfig):
     return new Pool(origin, {
       connections,
       pipelining: 1,
+      allowH2: false,
       keepAliveTimeout: config.keepAliveTimeoutMs,
       headersTimeout: config.responseTimeoutMs,
       bodyTimeout: config.bodyTimeoutMs,

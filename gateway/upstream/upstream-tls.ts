@@ -80,6 +80,9 @@ export function createTlsConnector(
       ...(settings?.serverName === undefined ? {} : { servername: settings.serverName }),
       rejectUnauthorized: true,
       timeout: options.connectTimeoutMs,
+      // undici offers h2 by default; the upstream hop is HTTP/1.1 keep-alive, whose framing,
+      // hop-by-hop and 1xx handling the proxy (and its hostile-upstream tests) are built on.
+      allowH2: false,
     });
   let current = { stamp: stamp(files), connect: build() };
   return (connectOptions, callback) => {

@@ -241,7 +241,10 @@ describe('graceful shutdown (in process)', () => {
     });
     // HTTP/1.1 on purpose (undici offers h2 by default): `Connection: close` is its drain
     // signal; HTTP/2's is GOAWAY (test/gateway/http2-limits.test.ts).
-    const http1 = new Agent({ allowH2: false, connect: { ca: gw.certificate.cert, servername: 'localhost' } });
+    const http1 = new Agent({
+      allowH2: false,
+      connect: { ca: gw.certificate.cert, servername: 'localhost' },
+    });
     cleanups.push(() => http1.close());
     const quick = request(`${gw.origin}/v1/quick`, { dispatcher: http1 });
     const hung = request(`${gw.origin}/v1/hang`, { dispatcher: http1 }).then(

@@ -5,12 +5,14 @@
  * refuse the start with every problem by path.
  */
 import { createServer as createHttpServer } from 'node:http';
+import { createSecureServer, type Http2SecureServer } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { ConfigError, parseConfig } from '../../gateway/config/load.ts';
 import { startTestGateway, type TestGateway } from './support/harness.ts';
 import { createTestPki, startTlsUpstream, type TestPki, type TlsUpstream } from '../support/internal-pki.ts';
+import { TLS_OPTIONS } from '../../shared/tls-policy.ts';
 
 let pki: TestPki;
 let stranger: TestPki;
@@ -63,6 +65,23 @@ async function upstreamErrors(gw: TestGateway): Promise<string[]> {
 }
 
 describe('the gateway to an https: upstream', () => {
+  it('speaks HTTP/1.1 to an upstream that would take HTTP/2 too (the upstream side stays HTTP/1.1 keep-alive)', async () => {
+    const versions: string[] = [];
+    const server: Http2SecureServer = createSecureServer(
+      { ...TLS_OPTIONS, ...pki.server, ca: pki.ca.cert, requestCert: true, allowHTTP1: true },
+      (req, res) => {
+        versions.push(req.httpVersion);
+        res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+        res.end('{"ok":true}');
+      },
+    );
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    cleanups.push(() => new Promise((resolve) => server.close(resolve)));
+    const gw = await gatewayTo(`https://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    expect((await get(gw)).status).toBe(200);
+    expect(versions).toEqual(['1.1']);
+  });
+
   it('relays over mutual TLS, presenting its client certificate', async () => {
     const up = await upstream(pki.server);
     const gw = await gatewayTo(up.url);
