@@ -2,12 +2,11 @@
  * `npm run -s apikey -- create --customer ID [--scope "a b"]` prints a new signed API key
  * (its id goes to stderr); `revoke KEY_ID` revokes one; `list` shows every key minted.
  *
- * Records and revocations go to Redis when REDIS_URL is set (keys under PORTICO_REDIS_PREFIX,
+ * Records and revocations go to Redis when REDIS_URL (or REDIS_CLUSTER_NODES, REDIS_SENTINELS) is set (keys under PORTICO_REDIS_PREFIX,
  * default `portico:`, as the gateway uses), else to `apikeys.jsonl` in the data dir
  * (PORTICO_DATA_DIR, default .portico), which a gateway without Redis re-reads within a second.
  */
 import { parseArgs } from 'node:util';
-import { Redis } from 'ioredis';
 import { API_KEY_ID_PATTERN, mintApiKey } from '../gateway/identity/api-key.ts';
 import { loadApiKeySigningKeys } from '../gateway/identity/api-key-signing-keys.ts';
 import {
@@ -16,6 +15,13 @@ import {
   type ApiKeyStore,
 } from '../gateway/identity/api-key-store.ts';
 import { SCOPES, isValidCustomerId } from '../shared/principal.ts';
+import {
+  createRedisConnection,
+  describeTarget,
+  redisTargetFromEnv,
+  waitForRedis,
+  type RedisClient,
+} from '../shared/redis.ts';
 import { answerHelp, parseScopes, usageError } from './cli-args.ts';
 
 const USAGE = [
@@ -37,7 +43,8 @@ Signed API keys (Authorization: ApiKey <key>).
   list       every key minted here: id, customer, scopes, created, revoked
   -h, --help this text
 
-Environment: REDIS_URL (records and revocations in Redis, under PORTICO_REDIS_PREFIX, default
+Environment: REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS with REDIS_SENTINEL_NAME (records
+and revocations in Redis, under PORTICO_REDIS_PREFIX, default
 portico:), else the file apikeys.jsonl in PORTICO_DATA_DIR (default .portico);
 PORTICO_APIKEY_SIGNING_KEYS (else the data dir's signing key).`);
 
@@ -77,19 +84,22 @@ if (command === 'create') {
 }
 
 const dataDir = process.env['PORTICO_DATA_DIR'] ?? '.portico';
-const redisUrl = process.env['REDIS_URL'];
-let redis: Redis | undefined;
+// The gateway's own choice of Redis (REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS).
+const redisTarget = redisTargetFromEnv(process.env);
+let redis: RedisClient | undefined;
 let store: ApiKeyStore;
-if (redisUrl !== undefined && redisUrl !== '') {
-  redis = new Redis(redisUrl, {
+if (redisTarget !== undefined) {
+  redis = createRedisConnection(redisTarget, {
     keyPrefix: process.env['PORTICO_REDIS_PREFIX'] ?? 'portico:',
-    lazyConnect: true,
-    enableOfflineQueue: false,
-    commandTimeout: 2000,
-    maxRetriesPerRequest: 1,
-    retryStrategy: () => null,
+    commandTimeoutMs: 2000,
   });
-  await redis.connect();
+  // Connection errors are reported once, below, not as ioredis's unhandled error events.
+  redis.on('error', () => {});
+  if (!(await waitForRedis(redis, 5000))) {
+    redis.disconnect();
+    console.error(`apikey: Redis (${describeTarget(redisTarget)}) does not answer within 5 s`);
+    process.exit(1);
+  }
   store = createRedisApiKeyStore(redis);
 } else {
   store = createFileApiKeyStore(dataDir);

