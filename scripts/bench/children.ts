@@ -50,13 +50,20 @@ export function choosePlacement(): Placement {
 const children = new Set<ChildProcess>();
 
 /**
- * Starts `node args` on `cpu` (when pinned). stdout goes nowhere unless captured: the
+ * Starts `node args` on `cpu` (when pinned; a taskset list such as `0,1` for several). Without
+ * it the child inherits the bench driver's own CPU (bench.ts moves itself aside), not the
+ * machine. stdout goes nowhere unless captured: the
  * gateway's and service's request logs are written at their configured level, as in
  * production, but not read back. stderr goes to `logFile` for the post-mortem.
  */
 export function startNode(
   args: string[],
-  options: { cpu: number | undefined; env?: NodeJS.ProcessEnv; logFile?: string; captureStdout?: boolean },
+  options: {
+    cpu: number | string | undefined;
+    env?: NodeJS.ProcessEnv;
+    logFile?: string;
+    captureStdout?: boolean;
+  },
 ): ChildProcess {
   const node = [process.execPath, ...args];
   const [command, ...rest] =

@@ -199,7 +199,8 @@ async function startWorkersGateway(
   );
   const name = `workers${count}`;
   const gateway = startNode([...gatewayNodeArgs(), ...shippedGatewayCommand()], {
-    cpu: count === 1 ? placement.measured : undefined,
+    // Unpinned, a child would inherit the driver's CPU alone (bench.ts moves itself there).
+    cpu: count === 1 || !placement.pinned ? placement.measured : `${placement.measured},${placement.others}`,
     logFile: join(dir, `${name}.stderr`),
     env: childEnv(settings, {
       GATEWAY_WORKERS: String(count),
