@@ -73,6 +73,9 @@ class ClusterSubscriber extends EventEmitter implements SubscriberConnection {
     const connection = new Redis({
       host: node.host ?? '127.0.0.1',
       port: node.port ?? 6379,
+      // The cluster's own credentials (REDIS_USERNAME, REDIS_PASSWORD), as every node requires.
+      ...(node.username === undefined ? {} : { username: node.username }),
+      ...(node.password === undefined ? {} : { password: node.password }),
       retryStrategy: () => null,
       connectTimeout: 2000,
       lazyConnect: false,

@@ -21,11 +21,27 @@ export interface HostPort {
   port: number;
 }
 
+/**
+ * The ACL user and password of the data nodes (REDIS_USERNAME, REDIS_PASSWORD): a cluster's
+ * nodes, or the master and replicas behind Sentinel. One node takes them in REDIS_URL.
+ */
+export interface RedisCredentials {
+  username?: string;
+  password?: string;
+}
+
 /** Where Redis is, as the environment says. */
 export type RedisTarget =
   | { mode: 'single'; url: string }
-  | { mode: 'cluster'; nodes: HostPort[] }
-  | { mode: 'sentinel'; sentinels: HostPort[]; name: string };
+  | { mode: 'cluster'; nodes: HostPort[]; credentials?: RedisCredentials }
+  | {
+      mode: 'sentinel';
+      sentinels: HostPort[];
+      name: string;
+      credentials?: RedisCredentials;
+      /** The sentinels' own password (REDIS_SENTINEL_PASSWORD), when they require one. */
+      sentinelPassword?: string;
+    };
 
 export interface RedisOptions {
   url: string;
@@ -72,15 +88,36 @@ export function redisTargetFromEnv(env: NodeJS.ProcessEnv): RedisTarget | undefi
   const named = set.filter((name): name is string => typeof name === 'string');
   if (named.length > 1)
     throw new Error(`set only one of ${named.join(', ')}: they name different Redis deployments`);
+  const credentials = credentialsFromEnv(env, url !== undefined);
+  const sentinelPassword = env['REDIS_SENTINEL_PASSWORD'] || undefined;
+  if (sentinelPassword !== undefined && sentinels === undefined)
+    throw new Error('REDIS_SENTINEL_PASSWORD is set but REDIS_SENTINELS is not');
   if (clusterNodes !== undefined)
-    return { mode: 'cluster', nodes: parseHostPorts('REDIS_CLUSTER_NODES', clusterNodes) };
+    return { mode: 'cluster', nodes: parseHostPorts('REDIS_CLUSTER_NODES', clusterNodes), credentials };
   if (sentinels !== undefined) {
     const name = env['REDIS_SENTINEL_NAME'];
     if (name === undefined || name === '')
       throw new Error('REDIS_SENTINELS is set: REDIS_SENTINEL_NAME must name the master group');
-    return { mode: 'sentinel', sentinels: parseHostPorts('REDIS_SENTINELS', sentinels), name };
+    return {
+      mode: 'sentinel',
+      sentinels: parseHostPorts('REDIS_SENTINELS', sentinels),
+      name,
+      credentials,
+      ...(sentinelPassword === undefined ? {} : { sentinelPassword }),
+    };
   }
   return url === undefined ? undefined : { mode: 'single', url };
+}
+
+/** REDIS_USERNAME and REDIS_PASSWORD; refused beside REDIS_URL, whose own would be ambiguous. */
+function credentialsFromEnv(env: NodeJS.ProcessEnv, withUrl: boolean): RedisCredentials {
+  const username = env['REDIS_USERNAME'] || undefined;
+  const password = env['REDIS_PASSWORD'] || undefined;
+  if (withUrl && (username !== undefined || password !== undefined))
+    throw new Error(
+      'REDIS_USERNAME/REDIS_PASSWORD are for REDIS_CLUSTER_NODES and REDIS_SENTINELS: with REDIS_URL put them in the URL (redis://user:password@host:port)',
+    );
+  return { ...(username === undefined ? {} : { username }), ...(password === undefined ? {} : { password }) };
 }
 
 /** `host:port,host:port` (IPv6 as `[addr]:port`). */
@@ -108,8 +145,10 @@ export function createRedisConnection(target: RedisTarget, options: ConnectionOp
     case 'sentinel':
       return new Redis({
         ...nodeOptions(options),
+        ...target.credentials,
         sentinels: target.sentinels,
         name: target.name,
+        ...(target.sentinelPassword === undefined ? {} : { sentinelPassword: target.sentinelPassword }),
         retryStrategy,
         sentinelRetryStrategy: retryStrategy,
         sentinelCommandTimeout: 500,
@@ -118,17 +157,21 @@ export function createRedisConnection(target: RedisTarget, options: ConnectionOp
         failoverDetector: true,
       });
     case 'cluster':
-      return createCluster(target.nodes, options);
+      return createCluster(target.nodes, target.credentials ?? {}, options);
   }
 }
 
-function createCluster(nodes: HostPort[], options: ConnectionOptions): Cluster {
+function createCluster(
+  nodes: HostPort[],
+  credentials: RedisCredentials,
+  options: ConnectionOptions,
+): Cluster {
   const { keyPrefix, enableOfflineQueue, enableAutoPipelining, ...perNode } = nodeOptions(options);
   return new Cluster(nodes, {
     keyPrefix,
     enableOfflineQueue,
     enableAutoPipelining,
-    redisOptions: perNode,
+    redisOptions: { ...perNode, ...credentials },
     clusterRetryStrategy: retryStrategy,
     // A command sent to a master that just died is retried once the slots are re-read; the
     // caller's own deadline (the store timeout) bounds how long that may take.

@@ -20,25 +20,42 @@ export interface OwnRedisCluster {
   stop(): Promise<void>;
 }
 
-/** `nodeTimeoutMs`: how long a silent master takes to be declared failed (default 1000 ms). */
-export async function startRedisCluster(options: { nodeTimeoutMs?: number } = {}): Promise<OwnRedisCluster> {
+/**
+ * `nodeTimeoutMs`: how long a silent master takes to be declared failed (default 1000 ms);
+ * `password`: every node requires it (requirepass, masterauth).
+ */
+export async function startRedisCluster(
+  options: { nodeTimeoutMs?: number; password?: string } = {},
+): Promise<OwnRedisCluster> {
+  const { password } = options;
   const fleet = createRedisNodes('cluster');
   try {
     const nodes = await Promise.all(
       Array.from({ length: 6 }, () =>
-        fleet.start((port) => [
-          'cluster-enabled yes',
-          `cluster-config-file nodes-${port}.conf`,
-          `cluster-node-timeout ${options.nodeTimeoutMs ?? 1000}`,
-          // A replica may take over however long it was cut off (a test kills masters at will).
-          'cluster-replica-validity-factor 0',
-        ]),
+        fleet.start(
+          (port) => [
+            'cluster-enabled yes',
+            `cluster-config-file nodes-${port}.conf`,
+            `cluster-node-timeout ${options.nodeTimeoutMs ?? 1000}`,
+            // A replica may take over however long it was cut off (a test kills masters at will).
+            'cluster-replica-validity-factor 0',
+          ],
+          password === undefined ? {} : { password },
+        ),
       ),
     );
     const addresses = nodes.map((node) => `127.0.0.1:${node.port}`);
     await run(
       'redis-cli',
-      ['--cluster', 'create', ...addresses, '--cluster-replicas', '1', '--cluster-yes'],
+      [
+        '--cluster',
+        'create',
+        ...addresses,
+        '--cluster-replicas',
+        '1',
+        '--cluster-yes',
+        ...(password === undefined ? [] : ['-a', password, '--no-auth-warning']),
+      ],
       {
         timeout: 30_000,
       },

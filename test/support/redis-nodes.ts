@@ -22,8 +22,14 @@ export interface RedisNode {
 
 export interface RedisNodes {
   dir: string;
-  /** Starts `redis-server` with a config file of `lines` plus port, dir and no persistence. */
-  start(lines: string[] | ((port: number) => string[]), options?: { sentinel?: boolean }): Promise<RedisNode>;
+  /**
+   * Starts `redis-server` with a config file of `lines` plus port, dir and no persistence;
+   * `password` makes it require one (and a data node use it towards its master).
+   */
+  start(
+    lines: string[] | ((port: number) => string[]),
+    options?: { sentinel?: boolean; password?: string },
+  ): Promise<RedisNode>;
   stopAll(): Promise<void>;
 }
 
@@ -56,8 +62,15 @@ export function createRedisNodes(label: string): RedisNodes {
 
   async function start(
     lines: string[] | ((port: number) => string[]),
-    options: { sentinel?: boolean } = {},
+    options: { sentinel?: boolean; password?: string } = {},
   ): Promise<RedisNode> {
+    const { password } = options;
+    const auth =
+      password === undefined
+        ? []
+        : options.sentinel === true
+          ? [`requirepass ${password}`, `sentinel sentinel-pass ${password}`]
+          : [`requirepass ${password}`, `masterauth ${password}`];
     const port = await freePort();
     // Sentinels rewrite their config file: each node has its own, in the shared dir.
     const conf = join(dir, `${port}.conf`);
@@ -69,6 +82,7 @@ export function createRedisNodes(label: string): RedisNodes {
         `dir ${dir}`,
         'save ""',
         'appendonly no',
+        ...auth,
         ...(typeof lines === 'function' ? lines(port) : lines),
       ].join('\n'),
     );
@@ -80,7 +94,13 @@ export function createRedisNodes(label: string): RedisNodes {
     return {
       port,
       client() {
-        const made = new Redis({ port, host: '127.0.0.1', lazyConnect: false, maxRetriesPerRequest: 1 });
+        const made = new Redis({
+          port,
+          host: '127.0.0.1',
+          lazyConnect: false,
+          maxRetriesPerRequest: 1,
+          ...(password === undefined ? {} : { password }),
+        });
         made.on('error', () => {});
         clients.push(made);
         return made;

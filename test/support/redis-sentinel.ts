@@ -17,12 +17,20 @@ export interface OwnRedisSentinel {
   stop(): Promise<void>;
 }
 
-export async function startRedisSentinel(options: { downAfterMs?: number } = {}): Promise<OwnRedisSentinel> {
+/**
+ * `password`: the master and replica require it; `sentinelPassword`: the sentinels require
+ * theirs (and use it between themselves).
+ */
+export async function startRedisSentinel(
+  options: { downAfterMs?: number; password?: string; sentinelPassword?: string } = {},
+): Promise<OwnRedisSentinel> {
   const fleet = createRedisNodes('sentinel');
   const name = 'portico-test';
+  const { password, sentinelPassword } = options;
+  const data = password === undefined ? {} : { password };
   try {
-    const master = await fleet.start([]);
-    const replica = await fleet.start([`replicaof 127.0.0.1 ${master.port}`]);
+    const master = await fleet.start([], data);
+    const replica = await fleet.start([`replicaof 127.0.0.1 ${master.port}`], data);
     const sentinels = await Promise.all(
       Array.from({ length: 3 }, () =>
         fleet.start(
@@ -31,8 +39,9 @@ export async function startRedisSentinel(options: { downAfterMs?: number } = {})
             `sentinel down-after-milliseconds ${name} ${options.downAfterMs ?? 1000}`,
             `sentinel failover-timeout ${name} 5000`,
             `sentinel parallel-syncs ${name} 1`,
+            ...(password === undefined ? [] : [`sentinel auth-pass ${name} ${password}`]),
           ],
-          { sentinel: true },
+          { sentinel: true, ...(sentinelPassword === undefined ? {} : { password: sentinelPassword }) },
         ),
       ),
     );
