@@ -11,7 +11,7 @@ import type { Authenticator } from './identity/authenticate.ts';
 import type { DeprecatedCallCounter } from './observability/deprecation-metrics.ts';
 import type { SpanExporter } from './observability/otlp-exporter.ts';
 import type { NamedStage } from './pipeline/compose.ts';
-import type { Stage } from './pipeline/context.ts';
+import type { GatewayResponse, Stage } from './pipeline/context.ts';
 import type { RateLimiter } from './rate-limit/limiter.ts';
 import { createAuthenticateStage } from './stages/authenticate.ts';
 import { createCacheStage } from './stages/cache.ts';
@@ -88,7 +88,8 @@ export function createStages(
     // Before the cache, which keys its variants on the Accept-Encoding this settles.
     { name: 'negotiate-encoding', stage: createNegotiateEncodingStage(config.compression) },
     // After the limits (a cache hit still counts), right before the proxy it saves a trip to.
-    { name: 'cache', stage: createCacheStage(deps.cache, deps.forward) },
+    // Its background revalidations pass what is below it too, so they store what a miss would.
+    { name: 'cache', stage: createCacheStage(deps.cache, belowTheCache(compress, deps.forward)) },
     // Below the cache, so that it stores compressed bytes and a hit costs no compression.
     ...(compress === undefined ? [] : [{ name: 'compress' as const, stage: compress }]),
     { name: 'proxy', stage: createProxyStage(deps.forward) },
@@ -98,6 +99,30 @@ export function createStages(
     if (override === null) return [];
     return [{ name, stage: override ?? stage }];
   });
+}
+
+/**
+ * The stages below the cache as one forward, for its background revalidations (a side call
+ * once the client's answer is out): compression, then the proxy. Without it a revalidation of
+ * a compressed variant would send the variant's suffixed tag upstream and store the answer
+ * uncompressed. The client's finished `ctx.response` is left as it was.
+ */
+function belowTheCache(compress: Stage | undefined, forward: Forward): Forward {
+  if (compress === undefined) return forward;
+  return async (ctx) => {
+    const answered = ctx.response;
+    let revalidated: GatewayResponse | undefined;
+    try {
+      await compress(ctx, async () => {
+        ctx.response = await forward(ctx);
+      });
+      revalidated = ctx.response;
+    } finally {
+      ctx.response = answered;
+    }
+    if (revalidated === undefined) throw new Error('the stages below the cache left no response');
+    return revalidated;
+  };
 }
 
 /** Present when a route requires authentication (or a test brings its own). */

@@ -24,6 +24,7 @@ const SMALL = JSON.stringify({ ok: true });
 // Served as the resource service serves it (resource-service/app.ts): 53 KB, one res.end().
 const OPENAPI = JSON.stringify(buildOpenApiDocument());
 let version = 1;
+let swrVersion = 1;
 
 function answer(req: IncomingMessage, res: ServerResponse): void {
   const path = (req.url ?? '').split('?')[0];
@@ -80,6 +81,16 @@ function answer(req: IncomingMessage, res: ServerResponse): void {
         return void res.end();
       }
       return json({ 'cache-control': 'public, no-cache', etag }, BIG);
+    }
+    case '/v1/swr': {
+      // Stale after a second, then served stale while the cache revalidates in the background.
+      const etag = `"swr${swrVersion}"`;
+      const caching = { 'cache-control': 'public, max-age=1, stale-while-revalidate=60', etag };
+      if (req.headers['if-none-match'] === etag) {
+        res.writeHead(304, caching);
+        return void res.end();
+      }
+      return json(caching, BIG.replace('pending', `v${swrVersion}`));
     }
     default:
       req.resume();
@@ -267,6 +278,42 @@ describe('each encoding is a cache variant of its own', () => {
     // The upstream is asked for the one encoding chosen, so that what it sends fits the variant.
     expect(upstream.records.map((r) => r.headers['accept-encoding'])).toEqual(['br', 'identity', 'gzip']);
   });
+});
+
+describe('background revalidation (stale-while-revalidate) of a compressed variant', () => {
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  /** Waits until the upstream has seen `count` requests for /v1/swr (the side call is async). */
+  const untilUpstreamSaw = async (count: number) => {
+    for (let i = 0; i < 100 && upstreamCount('/v1/swr') < count; i++) await sleep(20);
+  };
+
+  it("asks with the service's own tag (304 keeps the br variant) and stores a changed answer compressed", async () => {
+    swrVersion = 1;
+    const first = await get('/v1/swr', { 'accept-encoding': 'br' });
+    expect(first.headers['etag']).toBe('"swr1-br"');
+
+    // Stale: served as it is, revalidated in the background with the tag the service knows.
+    await sleep(1100);
+    expect(decoded(await get('/v1/swr', { 'accept-encoding': 'br' }))).toContain('"v1"');
+    await untilUpstreamSaw(2);
+    expect(upstream.records.filter((r) => r.url === '/v1/swr')[1]?.headers['if-none-match']).toBe('"swr1"');
+    await sleep(50);
+    const refreshed = await get('/v1/swr', { 'accept-encoding': 'br' });
+    expect(refreshed.headers['cache-status']).toMatch(/^Portico; hit/);
+    expect([refreshed.headers['content-encoding'], refreshed.headers['etag']]).toEqual(['br', '"swr1-br"']);
+
+    // Changed upstream: the background 200 is stored as the br variant it revalidated.
+    swrVersion = 2;
+    await sleep(1100);
+    await get('/v1/swr', { 'accept-encoding': 'br' });
+    await untilUpstreamSaw(3);
+    await sleep(50);
+    const changed = await get('/v1/swr', { 'accept-encoding': 'br' });
+    expect(changed.headers['cache-status']).toMatch(/^Portico; hit/);
+    expect([changed.headers['content-encoding'], changed.headers['etag']]).toEqual(['br', '"swr2-br"']);
+    expect(decoded(changed)).toContain('"v2"');
+    expect(changed.headers['vary']).toMatch(/Accept-Encoding/i);
+  }, 15_000);
 });
 
 describe('entity tags', () => {
