@@ -39,6 +39,8 @@ export async function startRedisCluster(
             `cluster-node-timeout ${options.nodeTimeoutMs ?? 1000}`,
             // A replica may take over however long it was cut off (a test kills masters at will).
             'cluster-replica-validity-factor 0',
+            // Replicas sync at once, not after Redis's default 5 s wait for more of them.
+            'repl-diskless-sync-delay 0',
           ],
           password === undefined ? {} : { password },
         ),
@@ -90,9 +92,25 @@ export async function startRedisCluster(
       }
     };
     await waitForOk();
+    await waitForReplicasInSync(nodes);
     return { nodes, seeds: addresses.join(','), masterOf, waitForOk, stop: () => fleet.stopAll() };
   } catch (error) {
     await fleet.stopAll();
     throw error;
+  }
+}
+
+/**
+ * Every replica has finished its initial sync: until then a killed master takes with it what
+ * was written to it (Redis replicates asynchronously), which a test would misread as a bug.
+ */
+async function waitForReplicasInSync(nodes: RedisNode[], timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const infos = await Promise.all(nodes.map((node) => node.client().info('replication')));
+    const replicas = infos.filter((info) => /role:slave/.test(info));
+    if (replicas.length === 3 && replicas.every((info) => /master_link_status:up/.test(info))) return;
+    if (Date.now() > deadline) throw new Error('the test cluster replicas did not finish their initial sync');
+    await new Promise((r) => setTimeout(r, 100));
   }
 }
