@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { redisTargetFromEnv } from '../../shared/redis.ts';
 import { startRedisCluster, type OwnRedisCluster } from '../support/redis-cluster.ts';
 import { startRedisSentinel, type OwnRedisSentinel } from '../support/redis-sentinel.ts';
-import { spread } from './support/failover-load.ts';
+import { pastTheLimit, spread, twoGateways } from './support/failover-load.ts';
 import {
   freshCustomer,
   invalidationCrosses,
@@ -49,17 +49,9 @@ describe('Redis that requires a password', () => {
       REDIS_PASSWORD: PASSWORD,
       PORTICO_REDIS_PREFIX: prefix(),
     };
-    const gateways = await Promise.all([
-      fixture.gateway(policy('deny'), env),
-      fixture.gateway(policy('deny'), env),
-    ]);
+    const gateways = await twoGateways(fixture, env);
     for (const gateway of gateways) await fixture.untilReady(gateway.adminPort, 15_000);
-    const statuses = await spread(
-      fixture,
-      gateways,
-      `Bearer ${await fixture.token(freshCustomer())}`,
-      LIMIT + 10,
-    );
+    const statuses = await pastTheLimit(fixture, gateways);
     expect(statuses.filter((s) => s === 200)).toHaveLength(LIMIT);
     expect(statuses.filter((s) => s === 429)).toHaveLength(10);
     // The invalidation listener connects to single nodes itself: it needs the password too.
@@ -84,17 +76,9 @@ describe('Redis that requires a password', () => {
       REDIS_SENTINEL_PASSWORD: SENTINEL_PASSWORD,
       PORTICO_REDIS_PREFIX: prefix(),
     };
-    const gateways = await Promise.all([
-      fixture.gateway(policy('deny'), env),
-      fixture.gateway(policy('deny'), env),
-    ]);
+    const gateways = await twoGateways(fixture, env);
     for (const gateway of gateways) await fixture.untilReady(gateway.adminPort, 15_000);
-    const statuses = await spread(
-      fixture,
-      gateways,
-      `Bearer ${await fixture.token(freshCustomer())}`,
-      LIMIT + 10,
-    );
+    const statuses = await pastTheLimit(fixture, gateways);
     expect(statuses.filter((s) => s === 200)).toHaveLength(LIMIT);
     expect(await invalidationCrosses(fixture, gateways[0], gateways[1])).toContain('fwd=uri-miss');
 

@@ -11,12 +11,18 @@ import { createRedisCounter } from '../../gateway/rate-limit/redis-counter.ts';
 import { createRedisConnection, parseHostPorts, waitForRedis, type RedisClient } from '../../shared/redis.ts';
 import type { GatewayProcess } from '../gateway/support/gateway-process.ts';
 import { startRedisCluster, type OwnRedisCluster } from '../support/redis-cluster.ts';
-import { FAILOVER_TEST_TIMEOUT_MS, loadThroughFailover, spread, tally } from './support/failover-load.ts';
+import {
+  FAILOVER_TEST_TIMEOUT_MS,
+  loadThroughFailover,
+  pastTheLimit,
+  spread,
+  tally,
+  twoGateways,
+} from './support/failover-load.ts';
 import {
   freshCustomer,
   invalidationCrosses,
   LIMIT,
-  policy,
   startScaleFixture,
   type ScaleFixture,
 } from './support/scale-fixture.ts';
@@ -45,20 +51,18 @@ async function clusterClient(prefix: string): Promise<RedisClient> {
   return client;
 }
 
-async function twoGateways(): Promise<{ gateways: GatewayProcess[]; prefix: string }> {
+async function clusterGateways(): Promise<{ gateways: GatewayProcess[]; prefix: string }> {
   const prefix = `${inject('redisPrefix')}${randomUUID()}:`;
-  const env = { REDIS_CLUSTER_NODES: cluster.seeds, PORTICO_REDIS_PREFIX: prefix };
-  // onStoreFailure deny: a request the store could not count is a 503, so the window shows.
-  const gateways = await Promise.all([
-    fixture.gateway(policy('deny'), env),
-    fixture.gateway(policy('deny'), env),
-  ]);
+  const gateways = await twoGateways(fixture, {
+    REDIS_CLUSTER_NODES: cluster.seeds,
+    PORTICO_REDIS_PREFIX: prefix,
+  });
   return { gateways, prefix };
 }
 
 describe('Redis Cluster (REDIS_CLUSTER_NODES)', () => {
   it('two gateways admit exactly the limit, counted in one slot per policy', async () => {
-    const { gateways, prefix } = await twoGateways();
+    const { gateways, prefix } = await clusterGateways();
     const [one, two] = [freshCustomer(), freshCustomer()];
     const statuses = await spread(fixture, gateways, `Bearer ${await fixture.token(one)}`, 4 * LIMIT);
     expect(statuses.filter((s) => s === 200)).toHaveLength(LIMIT);
@@ -91,7 +95,7 @@ describe('Redis Cluster (REDIS_CLUSTER_NODES)', () => {
   });
 
   it('a revocation written to the cluster is refused by both gateways', async () => {
-    const { gateways, prefix } = await twoGateways();
+    const { gateways, prefix } = await clusterGateways();
     const { key, id } = fixture.apiKey(freshCustomer());
     for (const g of gateways) expect((await fixture.call(g.port, `ApiKey ${key}`)).status).toBe(200);
     await createRedisApiKeyStore(await clusterClient(prefix)).revoke(id);
@@ -99,7 +103,7 @@ describe('Redis Cluster (REDIS_CLUSTER_NODES)', () => {
   });
 
   it('a write through one gateway invalidates what the other cached', async () => {
-    const { gateways } = await twoGateways();
+    const { gateways } = await clusterGateways();
     const [a, b] = gateways as [GatewayProcess, GatewayProcess];
     // A cluster node relays a PUBLISH to the other nodes over the cluster bus: gateway b may
     // hear it a few milliseconds after gateway a has answered the write.
@@ -109,7 +113,7 @@ describe('Redis Cluster (REDIS_CLUSTER_NODES)', () => {
   it(
     'the master holding the limit is killed under load: answered throughout, back without restart, exact after',
     async () => {
-      const { gateways, prefix } = await twoGateways();
+      const { gateways, prefix } = await clusterGateways();
       const revoked = fixture.apiKey(freshCustomer());
       await createRedisApiKeyStore(await clusterClient(prefix)).revoke(revoked.id);
       const valid = await Promise.all(
@@ -139,12 +143,7 @@ describe('Redis Cluster (REDIS_CLUSTER_NODES)', () => {
 
       // On the promoted replica: a fresh customer gets exactly the limit again.
       expect(await cluster.masterOf(`${prefix}rl:{p:default:60}:any`)).not.toBe(master);
-      const statuses = await spread(
-        fixture,
-        gateways,
-        `Bearer ${await fixture.token(freshCustomer())}`,
-        LIMIT + 10,
-      );
+      const statuses = await pastTheLimit(fixture, gateways);
       expect(statuses.filter((s) => s === 200)).toHaveLength(LIMIT);
       expect(statuses.filter((s) => s === 429)).toHaveLength(10);
     },

@@ -9,12 +9,17 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createRedisApiKeyStore } from '../../gateway/identity/api-key-store.ts';
 import { createRedisConnection, parseHostPorts, waitForRedis, type RedisClient } from '../../shared/redis.ts';
 import { startRedisSentinel, type OwnRedisSentinel } from '../support/redis-sentinel.ts';
-import { FAILOVER_TEST_TIMEOUT_MS, loadThroughFailover, spread, tally } from './support/failover-load.ts';
+import {
+  FAILOVER_TEST_TIMEOUT_MS,
+  loadThroughFailover,
+  pastTheLimit,
+  tally,
+  twoGateways,
+} from './support/failover-load.ts';
 import {
   freshCustomer,
   invalidationCrosses,
   LIMIT,
-  policy,
   startScaleFixture,
   type ScaleFixture,
 } from './support/scale-fixture.ts';
@@ -57,17 +62,9 @@ describe('Redis Sentinel (REDIS_SENTINELS, REDIS_SENTINEL_NAME)', () => {
         REDIS_SENTINEL_NAME: sentinel.name,
         PORTICO_REDIS_PREFIX: prefix,
       };
-      const gateways = await Promise.all([
-        fixture.gateway(policy('deny'), env),
-        fixture.gateway(policy('deny'), env),
-      ]);
+      const gateways = await twoGateways(fixture, env);
       // Exact before: both gateways count in the master the sentinels name.
-      const before = await spread(
-        fixture,
-        gateways,
-        `Bearer ${await fixture.token(freshCustomer())}`,
-        LIMIT + 10,
-      );
+      const before = await pastTheLimit(fixture, gateways);
       expect(before.filter((s) => s === 200)).toHaveLength(LIMIT);
 
       const revoked = fixture.apiKey(freshCustomer());
@@ -95,12 +92,7 @@ describe('Redis Sentinel (REDIS_SENTINELS, REDIS_SENTINEL_NAME)', () => {
       expect(outcome.windowMs).toBeLessThan(30_000);
 
       expect(await sentinel.currentMasterPort()).toBe(sentinel.replica.port);
-      const after = await spread(
-        fixture,
-        gateways,
-        `Bearer ${await fixture.token(freshCustomer())}`,
-        LIMIT + 10,
-      );
+      const after = await pastTheLimit(fixture, gateways);
       expect(after.filter((s) => s === 200)).toHaveLength(LIMIT);
       expect(after.filter((s) => s === 429)).toHaveLength(10);
       // Invalidations follow the promoted master too: the listeners came back on it by themselves.

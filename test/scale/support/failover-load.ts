@@ -4,7 +4,7 @@
  * each gateway took to report ready again.
  */
 import type { GatewayProcess } from '../../gateway/support/gateway-process.ts';
-import type { ScaleFixture } from './scale-fixture.ts';
+import { freshCustomer, LIMIT, policy, type ScaleFixture } from './scale-fixture.ts';
 
 export type Kind = 'valid' | 'bad-token' | 'revoked-key';
 
@@ -106,4 +106,17 @@ export async function spread(
       fixture.call(gateways[i % gateways.length]!.port, authorization).then((r) => r.status),
     ),
   );
+}
+
+/** LIMIT + 10 requests of a fresh customer spread over the gateways; statuses in order sent. */
+export async function pastTheLimit(fixture: ScaleFixture, gateways: GatewayProcess[]): Promise<number[]> {
+  return spread(fixture, gateways, `Bearer ${await fixture.token(freshCustomer())}`, LIMIT + 10);
+}
+
+/** Two gateway processes on `env` (onStoreFailure: deny, so a store failure shows as 503). */
+export function twoGateways(
+  fixture: ScaleFixture,
+  env: Record<string, string>,
+): Promise<[GatewayProcess, GatewayProcess]> {
+  return Promise.all([fixture.gateway(policy('deny'), env), fixture.gateway(policy('deny'), env)]);
 }
