@@ -10,6 +10,7 @@ import { Lifecycle } from '../shared/lifecycle.ts';
 import {
   createRedisConnection,
   describeTarget,
+  redisKeyPrefixFromEnv,
   redisTargetFromEnv,
   waitForRedis,
   type RedisClient,
@@ -165,7 +166,7 @@ async function connectRedis(
   }
   log.info({ redis: describeTarget(target) }, 'shared state in Redis');
   const redis = createRedisConnection(target, {
-    keyPrefix: env['PORTICO_REDIS_PREFIX'] || 'portico:',
+    keyPrefix: redisKeyPrefixFromEnv(env),
     commandTimeoutMs: config.rateLimits.storeTimeoutMs,
   });
   redis.on('error', (error: Error) =>

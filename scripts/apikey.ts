@@ -18,6 +18,7 @@ import { SCOPES, isValidCustomerId } from '../shared/principal.ts';
 import {
   createRedisConnection,
   describeTarget,
+  redisKeyPrefixFromEnv,
   redisTargetFromEnv,
   waitForRedis,
   type RedisClient,
@@ -90,7 +91,7 @@ let redis: RedisClient | undefined;
 let store: ApiKeyStore;
 if (redisTarget !== undefined) {
   redis = createRedisConnection(redisTarget, {
-    keyPrefix: process.env['PORTICO_REDIS_PREFIX'] ?? 'portico:',
+    keyPrefix: redisKeyPrefixFromEnv(process.env),
     commandTimeoutMs: 2000,
   });
   // Connection errors are reported once, below, not as ioredis's unhandled error events.

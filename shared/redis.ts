@@ -109,6 +109,14 @@ export function redisTargetFromEnv(env: NodeJS.ProcessEnv): RedisTarget | undefi
   return url === undefined ? undefined : { mode: 'single', url };
 }
 
+/**
+ * PORTICO_REDIS_PREFIX, `portico:` when unset or empty: the gateway and the apikey CLI must
+ * read the same keys, so both take the prefix from here.
+ */
+export function redisKeyPrefixFromEnv(env: NodeJS.ProcessEnv): string {
+  return env['PORTICO_REDIS_PREFIX'] || 'portico:';
+}
+
 /** REDIS_USERNAME and REDIS_PASSWORD; refused beside REDIS_URL, whose own would be ambiguous. */
 function credentialsFromEnv(env: NodeJS.ProcessEnv, withUrl: boolean): RedisCredentials {
   const username = env['REDIS_USERNAME'] || undefined;
