@@ -1,8 +1,9 @@
 /**
  * Writing JSON responses, with the caching headers every response must state.
  */
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { GATEWAY_CACHE_CONTROL } from '../../shared/cache-headers.ts';
+import { isNotModified } from './conditional.ts';
 
 /** What caches may do with a response: the general rule, and the gateway's own (RFC 9213). */
 export interface CachePolicy {
@@ -50,4 +51,21 @@ export function sendNotModified(res: ServerResponse, etag: string, cache: CacheP
   res.setHeader('ETag', etag);
   setCacheHeaders(res, cache);
   res.end();
+}
+
+/**
+ * A per-customer read (RFC 9110 section 13.1.2): 304 when the client's If-None-Match names
+ * `etag`, else 200 with the body, the ETag and `headers` (a next-page Link, say).
+ */
+export function sendRepresentation(
+  req: IncomingMessage,
+  res: ServerResponse,
+  representation: { etag: string; body: unknown; headers?: Record<string, string> },
+): void {
+  const { etag, body, headers } = representation;
+  if (isNotModified(req, etag)) {
+    sendNotModified(res, etag, PER_CUSTOMER);
+    return;
+  }
+  sendJson(res, { status: 200, body, headers: { ...headers, ETag: etag }, cache: PER_CUSTOMER });
 }

@@ -8,11 +8,10 @@ import { isAdmin, isValidCustomerId } from '../../shared/principal.ts';
 import type { Principal } from '../../shared/principal.ts';
 import { customerExists, findCustomer } from '../data/customers.ts';
 import { listInvoices } from '../data/invoices.ts';
-import { isNotModified } from '../http/conditional.ts';
 import { requireScope } from '../http/identity.ts';
 import { integerBetween, oneOf, parseQuery, text, timestamp } from '../http/query.ts';
 import type { ServiceRequest } from '../http/request.ts';
-import { PER_CUSTOMER, sendJson, sendNotModified } from '../http/respond.ts';
+import { sendRepresentation } from '../http/respond.ts';
 import {
   badRequest,
   common,
@@ -56,12 +55,7 @@ async function getCustomer(req: ServiceRequest, res: ServerResponse, ctx: RouteC
   const id = visibleCustomerId(req.principal, req.params['customer_id']);
   const row = await findCustomer(ctx.sql, id);
   if (row === undefined) throw notFound('customer');
-  const etag = customerEtag(row);
-  if (isNotModified(req, etag)) {
-    sendNotModified(res, etag, PER_CUSTOMER);
-    return;
-  }
-  sendJson(res, { status: 200, body: toCustomer(row), headers: { ETag: etag }, cache: PER_CUSTOMER });
+  sendRepresentation(req, res, { etag: customerEtag(row), body: toCustomer(row) });
 }
 
 async function listCustomerInvoices(

@@ -9,8 +9,7 @@ import type { Principal } from '../../shared/principal.ts';
 import { isAdmin } from '../../shared/principal.ts';
 import type { KeysetPosition } from '../data/keyset.ts';
 import type { CursorCodec } from '../http/cursor.ts';
-import { isNotModified } from '../http/conditional.ts';
-import { PER_CUSTOMER, sendJson, sendNotModified } from '../http/respond.ts';
+import { sendRepresentation } from '../http/respond.ts';
 
 export const DEFAULT_PAGE_SIZE = 20;
 export const MAX_PAGE_SIZE = 100;
@@ -50,21 +49,15 @@ export function sendPage<Row, Item>(req: Request, res: ServerResponse, page: Pag
     .update(`|${nextCursor ?? ''}`)
     .digest('base64url')
     .slice(0, 27)}"`;
-  if (isNotModified(req, etag)) {
-    sendNotModified(res, etag, PER_CUSTOMER);
-    return;
-  }
-
-  const headers: Record<string, string> = { ETag: etag };
+  const headers: Record<string, string> = {};
   if (nextCursor !== null) {
     const params = new URLSearchParams(req.search ?? '');
     params.set('cursor', nextCursor);
     headers['Link'] = `<${req.path}?${params.toString()}>; rel="next"`;
   }
-  sendJson(res, {
-    status: 200,
+  sendRepresentation(req, res, {
+    etag,
     body: { data: rows.map(page.toItem), next_cursor: nextCursor },
     headers,
-    cache: PER_CUSTOMER,
   });
 }

@@ -17,12 +17,12 @@ import {
   checkPatchTransition,
 } from '../domain/orders.ts';
 import { readJsonBody } from '../http/body.ts';
-import { assertIfMatch, isNotModified } from '../http/conditional.ts';
+import { assertIfMatch } from '../http/conditional.ts';
 import { idempotencyKeyOf, requestFingerprint, sendIdempotentResult } from '../http/idempotency.ts';
 import { insufficientScope, requireScope } from '../http/identity.ts';
 import { integerBetween, oneOf, parseQuery, text, timestamp } from '../http/query.ts';
 import type { ServiceRequest } from '../http/request.ts';
-import { NO_STORE, PER_CUSTOMER, sendJson, sendNotModified } from '../http/respond.ts';
+import { NO_STORE, sendJson, sendRepresentation } from '../http/respond.ts';
 import {
   badRequest,
   common,
@@ -66,10 +66,6 @@ const listParametersSpec = {
 
 /** Any write to an order: the gateway drops the order and every list of orders. */
 const INVALIDATES_ORDERS = { [CACHE_INVALIDATES]: formatInvalidates(['/v1/orders']) };
-
-function orderRead(row: OrderRow) {
-  return { status: 200, body: toOrder(row), headers: { ETag: orderEtag(row) }, cache: PER_CUSTOMER };
-}
 
 function orderWritten(row: OrderRow) {
   return {
@@ -147,11 +143,7 @@ async function getOrder(req: ServiceRequest, res: ServerResponse, ctx: RouteCont
   const id = uuidParam(req.params['id'], 'order');
   const row = await orders.findOrder(ctx.sql, id, ownerScope(req.principal));
   if (row === undefined) throw notFound('order');
-  if (isNotModified(req, orderEtag(row))) {
-    sendNotModified(res, orderEtag(row), PER_CUSTOMER);
-    return;
-  }
-  sendJson(res, orderRead(row));
+  sendRepresentation(req, res, { etag: orderEtag(row), body: toOrder(row) });
 }
 
 async function replaceOrder(req: ServiceRequest, res: ServerResponse, ctx: RouteContext): Promise<void> {

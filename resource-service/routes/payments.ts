@@ -11,12 +11,11 @@ import { findOrder, updateOrder } from '../data/orders.ts';
 import { findPayment, insertPayment } from '../data/payments.ts';
 import { assertPayable } from '../domain/payments.ts';
 import { readJsonBody } from '../http/body.ts';
-import { isNotModified } from '../http/conditional.ts';
 import { idempotencyKeyOf, requestFingerprint, sendIdempotentResult } from '../http/idempotency.ts';
 import { requireScope } from '../http/identity.ts';
 import { parseQuery } from '../http/query.ts';
 import type { ServiceRequest } from '../http/request.ts';
-import { PER_CUSTOMER, sendJson, sendNotModified } from '../http/respond.ts';
+import { sendRepresentation } from '../http/respond.ts';
 import {
   badRequest,
   common,
@@ -101,11 +100,7 @@ async function getPayment(req: ServiceRequest, res: ServerResponse, ctx: RouteCo
   const id = uuidParam(req.params['id'], 'payment');
   const row = await findPayment(ctx.sql, id, ownerScope(req.principal));
   if (row === undefined) throw notFound('payment');
-  if (isNotModified(req, PAYMENT_ETAG)) {
-    sendNotModified(res, PAYMENT_ETAG, PER_CUSTOMER);
-    return;
-  }
-  sendJson(res, { status: 200, body: toPayment(row), headers: { ETag: PAYMENT_ETAG }, cache: PER_CUSTOMER });
+  sendRepresentation(req, res, { etag: PAYMENT_ETAG, body: toPayment(row) });
 }
 
 // ---- OpenAPI descriptions ----------------------------------------------------------------
