@@ -7,6 +7,7 @@
  * logged and noted for the audit record.
  */
 import type { IncomingHttpHeaders } from 'node:http';
+import { parseHttpDate } from '../cache/http-date.ts';
 import type { GatewayContext } from '../pipeline/context.ts';
 import { available, pickMember } from './balancer.ts';
 import type { ProxyConfig } from './config-schema.ts';
@@ -75,9 +76,10 @@ export function createRetryPolicy(config: ProxyConfig, routes: RouteUpstreams): 
 }
 
 /** Retry-After (RFC 9110 section 10.2.3) in milliseconds from now: seconds, or an HTTP date. */
-export function retryAfterMs(value: string | string[] | undefined): number | undefined {
+function retryAfterMs(value: string | string[] | undefined): number | undefined {
   if (typeof value !== 'string') return undefined;
   if (/^\d+$/.test(value)) return Number(value) * 1000;
-  const at = Date.parse(value);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
+  // The cache's strict HTTP-date reader: Date.parse takes almost anything for a date.
+  const at = parseHttpDate(value);
+  return at === undefined ? undefined : Math.max(0, at - Date.now());
 }
