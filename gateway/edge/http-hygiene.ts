@@ -136,6 +136,14 @@ function invalidHeader(header: string, detail: string): HttpProblem {
   return new HttpProblem('ERR_INVALID_HEADER', detail, { extensions: { errors: [{ header, detail }] } });
 }
 
+/** 431: the request line and headers past `maxHeaderBytes` (HTTP/1.1 parser or HTTP/2 list). */
+export const headersTooLarge = () =>
+  new HttpProblem('ERR_HEADERS_TOO_LARGE', 'request line and headers exceed the size limit');
+
+/** 408: the request not received within its time limit (HTTP/1.1 or an HTTP/2 stream). */
+export const requestTimeout = () =>
+  new HttpProblem('ERR_REQUEST_TIMEOUT', 'request was not received within the time limit');
+
 /**
  * The answer to a `clientError`: a request the parser refused, or a client too slow to send
  * one. `undefined` means the connection is beyond answering (reset, or TLS never finished).
@@ -143,9 +151,9 @@ function invalidHeader(header: string, detail: string): HttpProblem {
 export function clientErrorProblem(error: NodeJS.ErrnoException): HttpProblem | undefined {
   switch (error.code) {
     case 'HPE_HEADER_OVERFLOW':
-      return new HttpProblem('ERR_HEADERS_TOO_LARGE', 'request line and headers exceed the size limit');
+      return headersTooLarge();
     case 'ERR_HTTP_REQUEST_TIMEOUT':
-      return new HttpProblem('ERR_REQUEST_TIMEOUT', 'request was not received within the time limit');
+      return requestTimeout();
     case 'ECONNRESET':
     case 'EPIPE':
       return undefined;

@@ -4,7 +4,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { constants, type Http2ServerRequest, type Http2ServerResponse } from 'node:http2';
-import { HttpProblem } from '../../shared/errors.ts';
+import { headersTooLarge, requestTimeout } from './http-hygiene.ts';
 import { headerBytes, stopReceiving, type Http2Limits } from './http2.ts';
 import type { Refusals } from './raw-refusal.ts';
 
@@ -22,11 +22,7 @@ export function createHttp2Requests(
   return (req: Http2ServerRequest, res: Http2ServerResponse) => {
     const known = () => ({ method: req.method, target: req.url });
     if (headerBytes(req.rawHeaders) > limits.maxHeaderBytes) {
-      const problem = new HttpProblem(
-        'ERR_HEADERS_TOO_LARGE',
-        'request line and headers exceed the size limit',
-      );
-      refuse.stream(res, problem, known());
+      refuse.stream(res, headersTooLarge(), known());
       return;
     }
     const { stream } = req;
@@ -34,11 +30,7 @@ export function createHttp2Requests(
       const timer = setTimeout(() => {
         if (stream.destroyed || stream.state.remoteClose === 1) return;
         if (res.headersSent) return stream.close(constants.NGHTTP2_CANCEL);
-        const problem = new HttpProblem(
-          'ERR_REQUEST_TIMEOUT',
-          'request was not received within the time limit',
-        );
-        refuse.stream(res, problem, known());
+        refuse.stream(res, requestTimeout(), known());
       }, limits.requestTimeoutMs);
       timer.unref();
       res.once('close', () => clearTimeout(timer));
