@@ -10,6 +10,7 @@
 import { createSubscriber, type RedisClient } from '../shared/redis.ts';
 import type { Logger } from 'pino';
 import type { AssertionKey } from '../shared/identity-assertion.ts';
+import { CACHE_INVALIDATES, GATEWAY_CACHE_CONTROL } from '../shared/cache-headers.ts';
 import { Lifecycle } from '../shared/lifecycle.ts';
 import { readinessChecks } from './admin/readiness-checks.ts';
 import type { ReadinessCheck } from './admin/server.ts';
@@ -148,6 +149,8 @@ export async function buildGateway(
     clientIpOf: createClientIp(config.proxy.trustProxy),
     accounting: createRequestAccounting({ metrics, log, ...(audit === undefined ? {} : { audit }) }),
     ...(deps.answerHeaders === undefined ? {} : { answerHeaders: deps.answerHeaders }),
+    // The targeted fields this cache obeys are ours alone too (RFC 9213), on every route.
+    gatewayFields: [...new Set([GATEWAY_CACHE_CONTROL, CACHE_INVALIDATES, ...config.cache.targetedFields])],
   });
 
   return {

@@ -4,7 +4,6 @@
  * conditions match (RFC 9111 section 4.3.2), or the ranges a GET asks for (ranges.ts).
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { GATEWAY_CACHE_CONTROL } from '../../shared/cache-headers.ts';
 import { bufferedResponse, type GatewayResponse } from '../pipeline/context.ts';
 import { appendCacheStatus, formatCacheStatus, type CacheStatus } from './cache-status.ts';
 import { notModified } from './conditional.ts';
@@ -43,7 +42,6 @@ export function storedAnswer(
     return { status: 304, headers, body: null };
   }
   const headers: Record<string, string | string[]> = { ...entry.headers };
-  delete headers[GATEWAY_CACHE_CONTROL];
   headers['age'] = String(age);
   if (entry.status !== 204) {
     headers['content-length'] = String(entry.body.length);

@@ -7,21 +7,24 @@ import type { Readable } from 'node:stream';
 import { CACHE_INVALIDATES, GATEWAY_CACHE_CONTROL } from '../../shared/cache-headers.ts';
 import type { GatewayResponse } from '../pipeline/context.ts';
 
+/** Fields addressed to this gateway alone when no cache config names more (build.ts does). */
+const GATEWAY_FIELDS: readonly string[] = [GATEWAY_CACHE_CONTROL, CACHE_INVALIDATES];
+
 /**
  * Resolves once the body is out (or the client left); rejects when the body fails.
  * `answerHeaders` (the listener's HSTS and nosniff) go on every answer whose response does not
- * name the field itself.
+ * name the field itself. `gatewayFields` never leave: instructions to this gateway (targeted
+ * cache control, RFC 9213, and invalidation hints), whichever stages ran; this is the one place
+ * that strips them.
  */
 export function writeResponse(
   res: ServerResponse,
   response: GatewayResponse,
   answerHeaders: Readonly<Record<string, string>> = {},
+  gatewayFields: readonly string[] = GATEWAY_FIELDS,
 ): Promise<void> {
   const { status, headers } = response;
-  // Instructions from the service to this gateway (targeted cache control, invalidation
-  // hints) are for us alone, whichever stages ran.
-  delete headers[GATEWAY_CACHE_CONTROL];
-  delete headers[CACHE_INVALIDATES];
+  for (const field of gatewayFields) delete headers[field];
   res.writeHead(status, flatHeaders(headers, answerHeaders));
   // A body already in memory goes out in one write with the head; `body` is not read, so its
   // stream is never made (context.ts, bufferedResponse).

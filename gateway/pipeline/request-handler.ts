@@ -20,6 +20,8 @@ export interface RequestHandlerDeps {
   accounting: RequestAccounting;
   /** Fields on every answer (the listener's HSTS and nosniff), unless the response sets them. */
   answerHeaders?: Readonly<Record<string, string>>;
+  /** Fields addressed to this gateway, stripped from every answer (edge/respond.ts). */
+  gatewayFields?: readonly string[];
 }
 
 export function createRequestHandler(deps: RequestHandlerDeps): RequestHandler {
@@ -31,7 +33,7 @@ export function createRequestHandler(deps: RequestHandlerDeps): RequestHandler {
     try {
       await run(ctx);
       if (ctx.response === undefined) throw new Error('no stage produced a response');
-      await writeResponse(res, ctx.response, answerHeaders);
+      await writeResponse(res, ctx.response, answerHeaders, deps.gatewayFields);
     } catch (error) {
       if (error instanceof ClientGoneError || res.destroyed) return;
       if (res.headersSent) {

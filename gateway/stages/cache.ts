@@ -2,10 +2,10 @@
  * The cache stage: between rate-limit and the proxy. Answers GET and HEAD from stored
  * responses when RFC 9111 allows, revalidates stale ones with their validators, stores what
  * may be stored while streaming it to the client, invalidates after successful unsafe
- * requests, and strips the service's cache instructions from every response.
+ * requests. The service's instructions to this cache never reach the client: the response
+ * writer strips them from every answer (edge/respond.ts).
  */
 import { HttpProblem } from '../../shared/errors.ts';
-import { CACHE_INVALIDATES, GATEWAY_CACHE_CONTROL } from '../../shared/cache-headers.ts';
 import type { GatewayContext, GatewayResponse, Next, Stage } from '../pipeline/context.ts';
 import type { Forward } from '../upstream/forward.ts';
 import { ownCopy, teeBody } from '../cache/body-tee.ts';
@@ -28,16 +28,6 @@ interface Revalidation {
  * is the proxy's own forwarding, for revalidations in the background.
  */
 export function createCacheStage(cache: HttpCache, forward: Forward): Stage {
-  const serve = serveWith(cache, forward);
-  return async function cacheStage(ctx, next) {
-    await serve(ctx, next);
-    // RFC 9213: fields targeted at this cache are ours alone, whichever way the answer came.
-    const headers = ctx.response?.headers;
-    if (headers !== undefined) for (const field of cache.config.targetedFields) delete headers[field];
-  };
-}
-
-function serveWith(cache: HttpCache, forward: Forward): Stage {
   const collapseMiss = createCollapseMiss(cache);
   return async function serve(ctx, next) {
     const method = ctx.req.method ?? 'GET';
@@ -210,7 +200,6 @@ async function forwardAndStore(
     headers: response.headers,
     semantics,
   });
-  strip(response.headers);
   const status: CacheStatus = { fwd, fwdStatus: response.status };
   if (!decision.store) {
     fill.end();
@@ -277,7 +266,6 @@ async function forwardUnstored(
     return;
   }
   note(ctx, cache, 'miss');
-  strip(response.headers);
   appendCacheStatus(response.headers, { fwd, fwdStatus: response.status, detail: 'request-no-store' });
 }
 
@@ -348,13 +336,7 @@ function note(ctx: GatewayContext, cache: HttpCache, outcome: Outcome): void {
   ctx.facts.cache = outcome;
 }
 
-function strip(headers: Record<string, string | string[]>): void {
-  delete headers[GATEWAY_CACHE_CONTROL];
-  delete headers[CACHE_INVALIDATES];
-}
-
 function finish(response: GatewayResponse | undefined, status: CacheStatus): void {
   if (response === undefined) return;
-  strip(response.headers);
   appendCacheStatus(response.headers, status);
 }
