@@ -10,7 +10,7 @@ import type { GatewayConfig } from './config/load.ts';
 import type { Authenticator } from './identity/authenticate.ts';
 import type { DeprecatedCallCounter } from './observability/deprecation-metrics.ts';
 import type { SpanExporter } from './observability/otlp-exporter.ts';
-import type { NamedStage } from './pipeline/compose.ts';
+import { compose, type NamedStage } from './pipeline/compose.ts';
 import type { GatewayResponse, Stage } from './pipeline/context.ts';
 import type { RateLimiter } from './rate-limit/limiter.ts';
 import { createAuthenticateStage } from './stages/authenticate.ts';
@@ -68,6 +68,8 @@ export function createStages(
   const deprecation = createDeprecationStage(config.routes, deps.countDeprecatedCall ?? (() => {}));
   const cors = createCorsStage(config.routes, deps.limiter);
   const compress = createCompressStage(config.compression);
+  // Set once the list is final, overrides applied (below).
+  let belowTheCache: Forward = deps.forward;
   const stages: { name: StageName; stage: Stage }[] = [
     // First, so that every answer, refusals included, carries the id.
     { name: 'request-id', stage: createRequestIdStage(config.requestId) },
@@ -89,39 +91,41 @@ export function createStages(
     { name: 'negotiate-encoding', stage: createNegotiateEncodingStage(config.compression) },
     // After the limits (a cache hit still counts), right before the proxy it saves a trip to.
     // Its background revalidations pass what is below it too, so they store what a miss would.
-    { name: 'cache', stage: createCacheStage(deps.cache, belowTheCache(compress, deps.forward)) },
+    { name: 'cache', stage: createCacheStage(deps.cache, (ctx) => belowTheCache(ctx)) },
     // Below the cache, so that it stores compressed bytes and a hit costs no compression.
     ...(compress === undefined ? [] : [{ name: 'compress' as const, stage: compress }]),
     { name: 'proxy', stage: createProxyStage(deps.forward) },
   ];
-  return stages.flatMap(({ name, stage }) => {
+  const named = stages.flatMap(({ name, stage }) => {
     const override = overrides[name];
     if (override === null) return [];
     return [{ name, stage: override ?? stage }];
   });
+  const cacheAt = named.findIndex((entry) => entry.name === 'cache');
+  if (cacheAt !== -1) belowTheCache = forwardThrough(named.slice(cacheAt + 1));
+  return named;
 }
 
 /**
  * The stages below the cache as one forward, for its background revalidations (a side call
- * once the client's answer is out): compression, then the proxy. Without it a revalidation of
- * a compressed variant would send the variant's suffixed tag upstream and store the answer
- * uncompressed. The client's finished `ctx.response` is left as it was.
+ * once the client's answer is out), so that they fetch what a miss would: compressed and
+ * tagged per encoding, by whatever stages the gateway runs there. A refusal or upstream
+ * failure is thrown (nothing is stored); the client's finished `ctx.response` is left as it was.
  */
-function belowTheCache(compress: Stage | undefined, forward: Forward): Forward {
-  if (compress === undefined) return forward;
+function forwardThrough(below: readonly NamedStage[]): Forward {
+  const run = compose(below);
   return async (ctx) => {
     const answered = ctx.response;
-    let revalidated: GatewayResponse | undefined;
+    ctx.response = undefined;
     try {
-      await compress(ctx, async () => {
-        ctx.response = await forward(ctx);
-      });
-      revalidated = ctx.response;
+      await run(ctx);
+      const response = ctx.response as GatewayResponse | undefined;
+      if (response === undefined) throw new Error('the stages below the cache left no response');
+      if (response.problem !== undefined) throw response.problem;
+      return response;
     } finally {
       ctx.response = answered;
     }
-    if (revalidated === undefined) throw new Error('the stages below the cache left no response');
-    return revalidated;
   };
 }
 
