@@ -20,6 +20,17 @@ export function hmacSha256(key: HmacKey, input: string): Buffer {
   return createHmac('sha256', keyObject).update(input).digest();
 }
 
+/**
+ * The bytes of a MAC a client sent as base64url text, or undefined when the text is not their
+ * one canonical spelling. Decoding ignores a final character's padding bits and skips
+ * characters outside the alphabet, so other texts carry the same bytes: a signed token must
+ * be one string, never several (API keys, identity assertions, pagination cursors).
+ */
+export function decodeMac(text: string): Buffer | undefined {
+  const bytes = Buffer.from(text, 'base64url');
+  return bytes.toString('base64url') === text ? bytes : undefined;
+}
+
 /** Whether a MAC a client sent equals the expected one, in time that does not depend on where they differ. */
 export function macEquals(given: Buffer, expected: Buffer): boolean {
   return given.length === expected.length && timingSafeEqual(given, expected);

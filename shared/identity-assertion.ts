@@ -12,7 +12,7 @@
  * captured header cannot be replayed against another endpoint, or later.
  */
 import type { HmacKey } from './data-dir-secrets.ts';
-import { hmacSha256, macEquals } from './hmac.ts';
+import { decodeMac, hmacSha256, macEquals } from './hmac.ts';
 import type { Principal } from './principal.ts';
 import { isValidCustomerId } from './principal.ts';
 
@@ -97,8 +97,8 @@ export function verifyAssertion(
   if (key === undefined) return { ok: false, reason: 'unknown kid' };
 
   const expected = hmacSha256(key, `${VERSION}.${kid}.${payload}`);
-  const given = Buffer.from(signature, 'base64url');
-  if (!macEquals(given, expected)) {
+  const given = decodeMac(signature);
+  if (given === undefined || !macEquals(given, expected)) {
     return { ok: false, reason: 'bad signature' };
   }
 

@@ -14,7 +14,7 @@
  * public (it appears in audit records and `apikey list`); the key as a whole is the secret.
  */
 import { randomBytes } from 'node:crypto';
-import { hmacSha256, macEquals } from '../../shared/hmac.ts';
+import { decodeMac, hmacSha256, macEquals } from '../../shared/hmac.ts';
 import type { HmacKey } from '../../shared/data-dir-secrets.ts';
 import { isValidCustomerId } from '../../shared/principal.ts';
 
@@ -62,10 +62,9 @@ export function verifyApiKey(ring: readonly HmacKey[], presented: string): ApiKe
   const key = ring.find((k) => k.kid === kid);
   if (key === undefined) return { ok: false, reason: 'unknown API key signing key' };
   const expected = hmacSha256(key, `${PREFIX}${payload}.${kid}`);
-  const given = Buffer.from(signature, 'base64url');
-  // 43 characters hold 258 bits: the last one's two low bits are padding, which decoding
-  // ignores. Only the canonical spelling is the key, so one key is never four strings.
-  if (given.toString('base64url') !== signature) return { ok: false, reason: 'malformed API key' };
+  // Only the canonical spelling is the key, so one key is never several strings.
+  const given = decodeMac(signature);
+  if (given === undefined) return { ok: false, reason: 'malformed API key' };
   if (!macEquals(given, expected)) {
     return { ok: false, reason: 'API key signature invalid' };
   }

@@ -9,7 +9,7 @@
  */
 import type { HmacKey } from '../../shared/data-dir-secrets.ts';
 import { HttpProblem } from '../../shared/errors.ts';
-import { hmacSha256, macEquals } from '../../shared/hmac.ts';
+import { decodeMac, hmacSha256, macEquals } from '../../shared/hmac.ts';
 import type { KeysetPosition } from '../data/keyset.ts';
 
 /** Turns the data layer's keyset position into an opaque cursor, and back. */
@@ -45,9 +45,9 @@ export function createCursorCodec(secrets: readonly Buffer[]): CursorCodec {
       if (payload === undefined || signature === undefined || extra !== undefined || cursor.length > 512) {
         throw invalid();
       }
-      const given = Buffer.from(signature, 'base64url');
+      const given = decodeMac(signature);
       // Any key of the ring verifies, so cursors survive a key rotation.
-      const valid = keys.some((key) => macEquals(given, tag(key, payload, binding)));
+      const valid = given !== undefined && keys.some((key) => macEquals(given, tag(key, payload, binding)));
       if (!valid) throw invalid();
       const decoded: unknown = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
       if (!Array.isArray(decoded) || typeof decoded[0] !== 'string' || typeof decoded[1] !== 'string') {

@@ -150,6 +150,25 @@ describe('identity assertion at the service', () => {
     await expectRefused(sign({ ...base, exp: now + 30, scp: 'admin' }));
   });
 
+  it('refuses a genuine signature re-spelt: another padding character or a character outside base64url', () => {
+    const signing: AssertionKey = { kid: 'k', secret: randomBytes(32) };
+    const request = { method: 'GET', target: '/x', requestId: 'r' };
+    const genuine = signAssertion(signing, principal, request);
+    const signature = genuine.slice(genuine.lastIndexOf('.') + 1);
+    const prefix = genuine.slice(0, genuine.lastIndexOf('.') + 1);
+    expect(verifyAssertion([signing], genuine, request).ok).toBe(true);
+    // 43 characters hold 258 bits: the last one's 2 low bits are padding; decoding also skips
+    // characters outside the alphabet. Each gives the same bytes under another spelling.
+    const last = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+    const repadded = signature.slice(0, -1) + last[last.indexOf(signature.at(-1)!) ^ 1]!;
+    const padded = `${signature.slice(0, 10)}!${signature.slice(10)}`;
+    for (const respelt of [repadded, padded])
+      expect(verifyAssertion([signing], prefix + respelt, request)).toEqual({
+        ok: false,
+        reason: 'bad signature',
+      });
+  });
+
   it('verifies with every key of the ring, so keys rotate without downtime', () => {
     const old: AssertionKey = { kid: 'old', secret: randomBytes(32) };
     const fresh: AssertionKey = { kid: 'new', secret: randomBytes(32) };
