@@ -4,7 +4,7 @@
  * Last-Modified, or Date, of the stored response.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { joinField } from './directives.ts';
+import { firstValue, joinField } from './directives.ts';
 import { parseHttpDate } from './http-date.ts';
 
 /** The stored response fields a conditional request is compared with. */
@@ -20,7 +20,7 @@ export function notModified(request: IncomingHttpHeaders, stored: Validators): b
   if (ifNoneMatch !== undefined) {
     // 13.1.2: `*` matches any current representation; otherwise weak comparison.
     if (ifNoneMatch.trim() === '*') return true;
-    const etag = first(stored.etag);
+    const etag = firstValue(stored.etag);
     if (etag === undefined) return false;
     const opaque = weak(etag);
     return entityTags(ifNoneMatch).some((tag) => weak(tag) === opaque);
@@ -38,8 +38,4 @@ function entityTags(list: string): string[] {
 
 function weak(tag: string): string {
   return tag.trim().replace(/^W\//, '');
-}
-
-function first(value: string | string[] | undefined): string | undefined {
-  return typeof value === 'string' ? value : value?.[0];
 }

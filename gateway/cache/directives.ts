@@ -12,6 +12,11 @@ const MAX_DELTA_SECONDS = 2147483648;
 /** A field's value as Node or undici hand it over: one line, or one per received line. */
 export type FieldValue = string | readonly string[] | undefined;
 
+/** The first line of a field received on one or several lines (Node gives a list for some). */
+export function firstValue(value: FieldValue): string | undefined {
+  return typeof value === 'string' ? value : value?.[0];
+}
+
 /** One string for a field received on one or several lines (RFC 9110 section 5.3). */
 export function joinField(value: FieldValue): string | undefined {
   if (value === undefined) return undefined;

@@ -24,7 +24,7 @@
  */
 import CachePolicy from 'http-cache-semantics';
 import type { IncomingHttpHeaders } from 'node:http';
-import { deltaSeconds, joinField, parseCacheControl } from './directives.ts';
+import { deltaSeconds, firstValue, joinField, parseCacheControl } from './directives.ts';
 import { formatHttpDate, parseHttpDate } from './http-date.ts';
 import type { Headers, ResponseSemantics } from './response-semantics.ts';
 
@@ -165,7 +165,7 @@ function responseView(
   if (date !== undefined) view['date'] = formatHttpDate(date);
   const lastModified = parseHttpDate(headers['last-modified'], now);
   if (lastModified !== undefined) view['last-modified'] = formatHttpDate(lastModified);
-  const etag = first(headers['etag']);
+  const etag = firstValue(headers['etag']);
   if (etag !== undefined) view['etag'] = etag;
   // Vary is left out: the store selects variants itself (4.1), normalizing values and
   // comparing credentials by digest, which the library's exact comparison cannot.
@@ -191,8 +191,4 @@ function correctedInitialAge(facts: ResponseFacts, date: number | undefined): nu
  */
 function ageValue(value: string | string[] | undefined): number {
   return deltaSeconds(joinField(value)?.split(',')[0]?.trim()) ?? 0;
-}
-
-function first(value: string | string[] | undefined): string | undefined {
-  return typeof value === 'string' ? value : value?.[0];
 }

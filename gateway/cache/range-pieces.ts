@@ -8,6 +8,7 @@
 import type { GatewayResponse } from '../pipeline/context.ts';
 import { ownCopy, teeBody } from './body-tee.ts';
 import type { CacheRequest, Fill, HttpCache } from './http-cache.ts';
+import { firstValue } from './directives.ts';
 
 const CONTENT_RANGE = /^bytes ([0-9]{1,15})-([0-9]{1,15})\/([0-9]{1,15})$/;
 
@@ -22,8 +23,8 @@ export function keepPiece(
   response: GatewayResponse,
 ): boolean {
   if (response.status !== 206) return false;
-  const range = CONTENT_RANGE.exec(first(response.headers['content-range'])?.trim() ?? '');
-  const etag = first(response.headers['etag'])?.trim();
+  const range = CONTENT_RANGE.exec(firstValue(response.headers['content-range'])?.trim() ?? '');
+  const etag = firstValue(response.headers['etag'])?.trim();
   // 3.4: only a strong validator says two pieces belong to one representation.
   if (range === null || etag === undefined || !etag.startsWith('"')) return false;
   const [start, end, total] = [Number(range[1]), Number(range[2]), Number(range[3])];
@@ -45,8 +46,4 @@ export function keepPiece(
   if (response.body === null) return false;
   response.body = teeBody(response.body, length, add, () => fill.end());
   return true;
-}
-
-function first(value: string | string[] | undefined): string | undefined {
-  return typeof value === 'string' ? value : value?.[0];
 }

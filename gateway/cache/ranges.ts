@@ -13,6 +13,7 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { HttpProblem } from '../../shared/errors.ts';
 import { parseHttpDate } from './http-date.ts';
+import { firstValue } from './directives.ts';
 
 /** One byte range, first and last position inclusive (14.1.2). */
 export interface ByteRange {
@@ -89,10 +90,10 @@ export function ifRangeHolds(
   request: IncomingHttpHeaders,
   stored: Record<string, string | string[]>,
 ): boolean {
-  const condition = first(request['if-range'])?.trim();
+  const condition = firstValue(request['if-range'])?.trim();
   if (condition === undefined) return true;
   if (condition.startsWith('"') || condition.startsWith('W/')) {
-    const etag = first(stored['etag'])?.trim();
+    const etag = firstValue(stored['etag'])?.trim();
     return !condition.startsWith('W/') && etag !== undefined && !etag.startsWith('W/') && etag === condition;
   }
   const date = parseHttpDate(condition);
@@ -125,7 +126,7 @@ export function partialContent(
     return { headers: out, body: slice };
   }
   const boundary = randomBytes(12).toString('hex');
-  const type = first(headers['content-type']);
+  const type = firstValue(headers['content-type']);
   const parts: Buffer[] = [];
   for (const range of ranges) {
     const head =
@@ -140,8 +141,4 @@ export function partialContent(
   out['content-length'] = String(multipart.length);
   delete out['content-range'];
   return { headers: out, body: multipart };
-}
-
-function first(value: string | string[] | undefined): string | undefined {
-  return typeof value === 'string' ? value : value?.[0];
 }

@@ -11,6 +11,7 @@ import type { PolicyFactory, PolicyRequest } from './policy.ts';
 import { readSemantics } from './response-semantics.ts';
 import { storability } from './storability.ts';
 import { NOT_UPDATED } from './stored-fields.ts';
+import { firstValue } from './directives.ts';
 
 /** What an update needs from its cache. */
 export interface UpdateDeps {
@@ -93,16 +94,12 @@ export function headMatches(
 ): boolean {
   let received = 0;
   for (const name of ['etag', 'last-modified']) {
-    const value = first(head[name]);
+    const value = firstValue(head[name]);
     if (value === undefined) continue;
     received++;
-    if (value.trim() !== first(entry.headers[name])?.trim()) return false;
+    if (value.trim() !== firstValue(entry.headers[name])?.trim()) return false;
   }
-  const length = first(head['content-length']);
+  const length = firstValue(head['content-length']);
   if (length !== undefined && entry.status !== 204 && Number(length) !== entry.body.length) return false;
   return received > 0;
-}
-
-function first(value: string | string[] | undefined): string | undefined {
-  return typeof value === 'string' ? value : value?.[0];
 }
