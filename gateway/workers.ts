@@ -14,6 +14,7 @@ import cluster, { type Worker } from 'node:cluster';
 import { availableParallelism } from 'node:os';
 import type { Logger } from 'pino';
 import { AggregatorRegistry, type Registry } from 'prom-client';
+import { redisTargetFromEnv } from '../shared/redis.ts';
 
 const READY = 'portico:worker-ready';
 const METRICS_REQUEST = 'portico:metrics-request';
@@ -179,6 +180,7 @@ class Primary {
   }
 }
 
+/** The one reading of the Redis variables (shared/redis.ts); an ambiguous pair refuses here, before forking. */
 function hasRedis(env: NodeJS.ProcessEnv): boolean {
-  return ['REDIS_URL', 'REDIS_CLUSTER_NODES', 'REDIS_SENTINELS'].some((name) => (env[name] ?? '') !== '');
+  return redisTargetFromEnv(env) !== undefined;
 }
