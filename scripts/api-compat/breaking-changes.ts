@@ -5,7 +5,7 @@
  * field's type changed. Additions are never breaking. Paths match with their parameters
  * unnamed (`/orders/{id}` is `/orders/{order_id}`).
  */
-import { compareSchemas, resolve, type Direction, type Json } from './schema-compat.ts';
+import { compareSchemas, isObject, resolve, type Direction, type Json } from './schema-compat.ts';
 
 export interface BreakingChange {
   /** `GET /v1/orders`, or the path alone for a removed path. */
@@ -14,8 +14,6 @@ export interface BreakingChange {
 }
 
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
-const isObject = (value: unknown): value is Json =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 const objectAt = (value: unknown, key: string): Json =>
   isObject(value) && isObject(value[key]) ? value[key] : {};
 const templateOf = (path: string) => path.replace(/\{[^}]*\}/g, '{}');

@@ -20,7 +20,7 @@ export interface SchemaBreak {
   what: string;
 }
 
-const isObject = (value: unknown): value is Json =>
+export const isObject = (value: unknown): value is Json =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** Follows local `$ref`s (`#/components/schemas/X`), merging `allOf` members into one object. */
