@@ -49,6 +49,17 @@ export function choosePlacement(): Placement {
 
 const children = new Set<ChildProcess>();
 
+/** Variables that would point a child at other stores or ports than the ones given to it. */
+const ELSEWHERE = ['DATABASE_URL', 'REDIS_URL', 'REDIS_CLUSTER_NODES', 'REDIS_SENTINELS', 'GATEWAY_PORT'];
+
+/** Environment of a child (bench and soak): the caller's, minus anything that would point it elsewhere. */
+export function childEnv(logLevel: string, overrides: Record<string, string>): NodeJS.ProcessEnv {
+  const base = { ...process.env };
+  for (const name of Object.keys(base))
+    if (name.startsWith('PORTICO_') || ELSEWHERE.includes(name)) delete base[name];
+  return { ...base, LOG_LEVEL: logLevel, ...overrides };
+}
+
 /**
  * Starts `node args` on `cpu` (when pinned; a taskset list such as `0,1` for several). Without
  * it the child inherits the bench driver's own CPU (bench.ts moves itself aside), not the

@@ -11,7 +11,7 @@ import type { ChildProcess } from 'node:child_process';
 import { Agent, request } from 'undici';
 import { ensureDevPki, type DevPkiFiles } from '../../shared/dev-pki.ts';
 import { generateSelfSigned } from '../../shared/self-signed.ts';
-import { freePort, startNode, waitUntil, type Placement } from './children.ts';
+import { childEnv, freePort, startNode, waitUntil, type Placement } from './children.ts';
 import type { LadderGatewayOptions } from './ladder-gateway.ts';
 import { RUNGS } from './ladder.ts';
 import type { BenchStores } from './stores.ts';
@@ -72,16 +72,6 @@ function gatewayConfig(serviceUrl: string): object {
   };
 }
 
-/** Environment of a child: the caller's, minus anything that would point it elsewhere. */
-function childEnv(settings: Settings, overrides: Record<string, string>): NodeJS.ProcessEnv {
-  const base = { ...process.env };
-  for (const name of Object.keys(base)) {
-    if (name.startsWith('PORTICO_') || ['DATABASE_URL', 'REDIS_URL', 'GATEWAY_PORT'].includes(name))
-      delete base[name];
-  }
-  return { ...base, LOG_LEVEL: settings.logLevel, ...overrides };
-}
-
 /** Whether something accepts TCP connections on the port. */
 function listening(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -133,7 +123,7 @@ async function startService(stores: BenchStores, placement: Placement, dir: stri
   const service = startNode([join(ROOT, 'resource-service/main.ts')], {
     cpu: placement.others,
     logFile: join(dir, 'service.stderr'),
-    env: childEnv(settings, {
+    env: childEnv(settings.logLevel, {
       SERVICE_PORT: String(port),
       SERVICE_HOST: '127.0.0.1',
       // The rows compare the gateway with the http-proxy peer on the same plain hop to the
@@ -163,7 +153,7 @@ async function startMainGateway(
   const gateway = startNode([...gatewayNodeArgs(), ...shippedGatewayCommand()], {
     cpu: placement.measured,
     logFile: join(dir, `${name}.stderr`),
-    env: childEnv(settings, {
+    env: childEnv(settings.logLevel, {
       GATEWAY_PORT: String(port),
       ADMIN_PORT: String(adminPort),
       PORTICO_CONFIG: join(dir, `${name}.json`),
@@ -202,7 +192,7 @@ async function startWorkersGateway(
     // Unpinned, a child would inherit the driver's CPU alone (bench.ts moves itself there).
     cpu: count === 1 || !placement.pinned ? placement.measured : `${placement.measured},${placement.others}`,
     logFile: join(dir, `${name}.stderr`),
-    env: childEnv(settings, {
+    env: childEnv(settings.logLevel, {
       GATEWAY_WORKERS: String(count),
       GATEWAY_PORT: String(port),
       ADMIN_PORT: String(adminPort),

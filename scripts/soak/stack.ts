@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { request } from 'undici';
-import { freePort, startNode, waitUntil } from '../bench/children.ts';
+import { childEnv, freePort, startNode, waitUntil } from '../bench/children.ts';
 import type { BenchStores } from '../bench/stores.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
@@ -78,16 +78,6 @@ function gatewayConfig(serviceUrl: string): object {
     // No listener.tls: the gateway creates and serves the data dir's development certificate.
     // No auth.jwt: the data dir's development issuer is trusted; the soak signs with it.
   };
-}
-
-/** Environment of a child: the caller's, minus anything that would point it elsewhere. */
-function childEnv(logLevel: string, overrides: Record<string, string>): NodeJS.ProcessEnv {
-  const base = { ...process.env };
-  for (const name of Object.keys(base)) {
-    if (name.startsWith('PORTICO_') || ['DATABASE_URL', 'REDIS_URL', 'GATEWAY_PORT'].includes(name))
-      delete base[name];
-  }
-  return { ...base, LOG_LEVEL: logLevel, ...overrides };
 }
 
 async function answers200(url: string): Promise<boolean> {
