@@ -13,6 +13,7 @@ import type { IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import { HttpProblem } from '../../shared/errors.ts';
 import { readOrCreateSecretFile } from '../../shared/data-dir-secrets.ts';
+import { unmappedAddress } from '../edge/client-ip.ts';
 
 export const ADMIN_TOKEN_ENV = 'PORTICO_ADMIN_TOKEN';
 export const ADMIN_TOKEN_FILE = 'admin-token';
@@ -68,7 +69,7 @@ function splitHost(value: string): { name: string; port?: string } | undefined {
  */
 export function checkHost(req: IncomingMessage, listenerHost: string): HttpProblem | undefined {
   const host = splitHost(req.headers.host ?? '');
-  const local = (req.socket.localAddress ?? '').replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/, '');
+  const local = unmappedAddress(req.socket.localAddress ?? '');
   const own =
     host !== undefined &&
     (LOOPBACK_NAMES.has(host.name) ||

@@ -7,10 +7,17 @@
  */
 import type { IncomingMessage } from 'node:http';
 
+/**
+ * A socket address as the gateway states it: a dual-stack listener reports IPv4 peers as
+ * `::ffff:a.b.c.d`, and upstreams, logs and the audit expect `a.b.c.d`.
+ */
+export function unmappedAddress(address: string): string {
+  return address.startsWith('::ffff:') ? address.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/, '') : address;
+}
+
 /** The address of the peer this gateway talks to (what it states in X-Forwarded-For). */
 export function peerAddress(req: IncomingMessage): string {
-  // A dual-stack listener reports IPv4 clients as `::ffff:a.b.c.d`; upstreams expect `a.b.c.d`.
-  return (req.socket.remoteAddress ?? 'unknown').replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/, '');
+  return unmappedAddress(req.socket.remoteAddress ?? 'unknown');
 }
 
 export function createClientIp(trustProxy: boolean): (req: IncomingMessage) => string {

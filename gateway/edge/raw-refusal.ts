@@ -8,6 +8,7 @@ import type { Http2ServerResponse } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import { HttpProblem, PROBLEM_CONTENT_TYPE, errorTable, type ErrorCode } from '../../shared/errors.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
+import { unmappedAddress } from './client-ip.ts';
 import { stopReceiving } from './http2.ts';
 
 /** What is known of a request answered on the socket; never more than its request line told. */
@@ -105,8 +106,7 @@ export function requestLineOf(rawPacket: unknown): { method?: string; target?: s
 
 /** The peer's address as the pipeline states it (client-ip.ts): IPv4 without its IPv6 prefix. */
 export function socketAddress(socket: Duplex): string {
-  const address = (socket as { remoteAddress?: string }).remoteAddress ?? 'unknown';
-  return address.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/, '');
+  return unmappedAddress((socket as { remoteAddress?: string }).remoteAddress ?? 'unknown');
 }
 
 /** Answers the listener writes itself, counted and audited like every other answer. */

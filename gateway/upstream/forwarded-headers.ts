@@ -40,7 +40,8 @@ export function forwardedHeaders(ctx: GatewayContext, trustProxy: boolean): stri
   });
   if (cookies !== undefined) out.push('cookie', cookies.join('; '));
 
-  const address = peerAddress(req);
+  // Without a trusted balancer the client address is the peer's, already worked out.
+  const address = trustProxy ? peerAddress(req) : ctx.clientIp;
   const host = req.headers.host ?? '';
   // RFC 7239: IPv6 addresses are bracketed and the node quoted.
   const node = address.includes(':') ? `"[${address}]"` : address;
