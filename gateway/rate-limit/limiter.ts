@@ -29,6 +29,8 @@ export interface PolicyOutcome {
   remaining: number;
   resetSeconds: number;
   exceeded: boolean;
+  /** This policy's member of `RateLimit-Policy`, the same on every answer (headers.ts). */
+  policyField: string;
 }
 
 export type StoreState = 'redis' | 'memory' | 'none';
@@ -80,6 +82,8 @@ interface CompiledPolicy {
    */
   redisKeyPrefix: string;
   memory: RateLimiterMemory;
+  /** `"name";q=LIMIT;w=WINDOW`: fixed per policy, so made once here rather than per answer. */
+  policyField: string;
 }
 
 const DEGRADED_FOR_MS = 5000;
@@ -117,6 +121,17 @@ function matches(policy: RateLimitPolicyConfig, subject: RateLimitSubject): bool
   return true;
 }
 
+/** Counts (or, with negative `points`, gives back) in the process's own counters. */
+async function countInMemory(policy: CompiledPolicy, key: string, points: number): Promise<RateLimiterRes> {
+  try {
+    return points > 0 ? await policy.memory.consume(key, points) : await policy.memory.reward(key, -points);
+  } catch (error) {
+    // rate-limiter-flexible rejects with the result when the limit is passed.
+    if (error instanceof RateLimiterRes) return error;
+    throw error;
+  }
+}
+
 export function createRateLimiter(
   initial: RateLimitsConfig,
   deps: { redis?: RedisClient | undefined; onStoreError?: (error: unknown) => void },
@@ -141,6 +156,7 @@ export function createRateLimiter(
       keyPrefix,
       redisKeyPrefix: tagged ? `rl:{${prefix}${policy.name}:${windowSeconds}}` : keyPrefix,
       memory: new RateLimiterMemory({ keyPrefix, points: policy.limit, duration: windowSeconds }),
+      policyField: `"${policy.name}";q=${policy.limit};w=${windowSeconds}`,
     };
   };
   const compileAll = (c: RateLimitsConfig) => ({
@@ -159,23 +175,10 @@ export function createRateLimiter(
   async function count(
     policy: CompiledPolicy,
     key: string,
-    {
-      points = 1,
-      memoryOnFailure = false,
-      store,
-    }: { points?: number; memoryOnFailure?: boolean; store?: StoreState } = {},
+    points = 1,
+    memoryOnFailure = false,
+    store?: StoreState,
   ): Promise<Counted> {
-    const inMemory = async (): Promise<RateLimiterRes> => {
-      try {
-        return points > 0
-          ? await policy.memory.consume(key, points)
-          : await policy.memory.reward(key, -points);
-      } catch (error) {
-        // rate-limiter-flexible rejects with the result when the limit is passed.
-        if (error instanceof RateLimiterRes) return error;
-        throw error;
-      }
-    };
     if (counter !== undefined && store !== 'memory') {
       try {
         // Outside a cluster, the key rate-limiter-flexible's RateLimiterRedis would use.
@@ -190,7 +193,7 @@ export function createRateLimiter(
           return { failed: true };
       }
     }
-    return { res: await inMemory(), store: 'memory' };
+    return { res: await countInMemory(policy, key, points), store: 'memory' };
   }
 
   function outcome(policy: CompiledPolicy, res: RateLimiterRes): PolicyOutcome {
@@ -201,6 +204,7 @@ export function createRateLimiter(
       remaining: Math.max(policy.config.limit - res.consumedPoints, 0),
       resetSeconds: Math.max(Math.ceil(res.msBeforeNext / 1000), 0),
       exceeded: res.consumedPoints > policy.config.limit,
+      policyField: policy.policyField,
     };
   }
 
@@ -228,15 +232,22 @@ export function createRateLimiter(
 
   return {
     async check(subject) {
-      const applicable = compiled.policies
-        .filter((p) => matches(p.config, subject))
-        .map((p) => [p, subjectKey(p.config, subject)] as const)
-        .filter((entry): entry is readonly [CompiledPolicy, string] => entry[1] !== undefined);
-      const results = await Promise.all(
-        applicable.map(
-          async ([policy, key]) => [policy, await count(policy, key)] as [CompiledPolicy, Counted],
-        ),
-      );
+      const applicable: [CompiledPolicy, string][] = [];
+      for (const policy of compiled.policies) {
+        if (!matches(policy.config, subject)) continue;
+        const key = subjectKey(policy.config, subject);
+        if (key !== undefined) applicable.push([policy, key]);
+      }
+      // One policy (the common case) is one count: no Promise.all and a closure per policy.
+      const only = applicable.length === 1 ? applicable[0]! : undefined;
+      const results: [CompiledPolicy, Counted][] =
+        only !== undefined
+          ? [[only[0], await count(only[0], only[1])]]
+          : await Promise.all(
+              applicable.map(
+                async ([policy, key]) => [policy, await count(policy, key)] as [CompiledPolicy, Counted],
+              ),
+            );
       const decision = decide(results);
       if (decision.kind === 'limited')
         limitedCallers.record(callerOf(subject), subject.principal?.customerId);
@@ -245,7 +256,7 @@ export function createRateLimiter(
 
     async countAuthAttempt(clientIp) {
       const policy = compiled.authFailures;
-      const counted = await count(policy, clientIp, { memoryOnFailure: true });
+      const counted = await count(policy, clientIp, 1, true);
       if ('failed' in counted) return { refusal: undefined, refund: () => Promise.resolve() };
       const o = outcome(policy, counted.res);
       if (o.exceeded) limitedCallers.record(`ip:${clientIp}`, undefined);
@@ -260,7 +271,7 @@ export function createRateLimiter(
           : undefined,
         // Back to the store that counted it; a failure there leaves one count too many, never too few.
         refund: async () => {
-          await count(policy, clientIp, { points: -1, memoryOnFailure: true, store: counted.store });
+          await count(policy, clientIp, -1, true, counted.store);
         },
       };
     },
