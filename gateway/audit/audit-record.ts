@@ -8,6 +8,7 @@
  * record that was edited; `prev` catches a record removed, inserted or reordered.
  */
 import { hash } from 'node:crypto';
+import { isoTime } from '../observability/iso-time.ts';
 
 /** What the gateway knows about a finished request. Only these fields are ever written. */
 export interface AuditEntry {
@@ -77,7 +78,7 @@ export function sealRecord(
   const query = route?.indexOf('?') ?? -1;
   const record = {
     seq,
-    time: new Date(entry.time ?? Date.now()).toISOString(),
+    time: isoTime(entry.time ?? Date.now()),
     requestId: text(entry.requestId),
     traceId: text(entry.traceId),
     subject: text(entry.subject),

@@ -3,6 +3,7 @@
  * and never a header value, so credentials cannot reach them.
  */
 import { pino, type Logger } from 'pino';
+import { pinoIsoTime } from './iso-time.ts';
 
 const BASE = { service: 'portico-gateway' };
 
@@ -11,7 +12,7 @@ export function createLogger(options: { level?: string; destination?: NodeJS.Wri
     {
       level: options.level ?? 'info',
       base: BASE,
-      timestamp: pino.stdTimeFunctions.isoTime,
+      timestamp: pinoIsoTime,
       // Belt and braces: should anyone log a request or headers whole, these stay out.
       redact: {
         paths: ['req.headers.authorization', 'headers.authorization', '*.authorization', '*.cookie'],
@@ -36,7 +37,7 @@ export function createLogger(options: { level?: string; destination?: NodeJS.Wri
  */
 export function requestLineLogger(log: Logger): Logger {
   const destination = (log as unknown as Record<symbol, pino.DestinationStream>)[pino.symbols.streamSym];
-  return pino({ level: log.level, base: BASE, timestamp: pino.stdTimeFunctions.isoTime }, destination);
+  return pino({ level: log.level, base: BASE, timestamp: pinoIsoTime }, destination);
 }
 
 /** Destinations with lines still batched; pino flushes only asynchronous ones at exit. */
