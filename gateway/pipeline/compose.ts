@@ -6,7 +6,7 @@
  * early (there is nobody left to answer).
  */
 import { HttpProblem } from '../../shared/errors.ts';
-import { ClientGoneError, type GatewayContext, type Stage } from './context.ts';
+import { ClientGoneError, type GatewayContext, type Next, type Stage } from './context.ts';
 import { problemResponse } from './problem-response.ts';
 
 /** A stage and the name by which a gateway's builder may replace it (tests do). */
@@ -36,7 +36,7 @@ export function compose(
         return dispatch(index + 1);
       };
       const onError = (error: unknown) => answerWithProblem(ctx, named.name, error);
-      if (timer === undefined) return named.stage(ctx, next).catch(onError);
+      if (timer === undefined) return invoke(named.stage, ctx, next).catch(onError);
       // One reaction either way, as without timing: no promise is added per stage.
       laterStages = 0;
       const startedAt = performance.now();
@@ -45,13 +45,28 @@ export function compose(
         timer(index, (total - laterStages) / 1000);
         laterStages = total;
       };
-      return named.stage(ctx, next).then(settle, (error: unknown) => {
+      return invoke(named.stage, ctx, next).then(settle, (error: unknown) => {
         onError(error);
         settle();
       });
     };
     return dispatch(0);
   };
+}
+
+/**
+ * A stage's promise, or its synchronous throw as a rejection: a stage with nothing to do on the
+ * way back may be a plain function returning `next()` (no async frame and promise of its own per
+ * request), and may then refuse by throwing before it returns.
+ */
+function invoke(stage: Stage, ctx: GatewayContext, next: Next): Promise<void> {
+  try {
+    return stage(ctx, next);
+  } catch (error) {
+    // Whatever was thrown goes on as it is: answerWithProblem judges any value.
+    // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
+    return Promise.reject(error);
+  }
 }
 
 function answerWithProblem(ctx: GatewayContext, stage: string, error: unknown): void {

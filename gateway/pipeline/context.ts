@@ -143,5 +143,9 @@ export class ClientGoneError extends Error {
   }
 }
 
-/** One step of the pipeline, built once by its factory from validated config. */
+/**
+ * One step of the pipeline, built once by its factory from validated config. A stage with
+ * nothing to do after `next()` may be a plain function returning it; a throw before it returns
+ * is a refusal like a rejection (compose.ts).
+ */
 export type Stage = (ctx: GatewayContext, next: Next) => Promise<void>;

@@ -6,8 +6,8 @@ import type { Stage } from '../pipeline/context.ts';
 import { checkRequestFraming } from '../edge/http-hygiene.ts';
 
 export function createHygieneStage(limits: { maxUriBytes: number }): Stage {
-  return async function hygiene(ctx, next) {
+  return function hygiene(ctx, next) {
     checkRequestFraming(ctx.req, ctx.path, limits);
-    await next();
+    return next();
   };
 }

@@ -19,7 +19,7 @@ import type { Stage } from '../pipeline/context.ts';
 export function createNegotiateEncodingStage(config: CompressionConfig): Stage {
   const readable = new Set(['identity', ...config.requestEncodings]);
   const acceptEncoding = [...readable].join(', ');
-  return async function negotiateEncoding(ctx, next) {
+  return function negotiateEncoding(ctx, next) {
     const headers = ctx.req.headers;
     const coding = headers['content-encoding'];
     if (coding !== undefined && hasRequestBody(ctx.req)) refuseUnreadable(coding, readable, acceptEncoding);

@@ -19,13 +19,13 @@ export function createRouteStage(routes: readonly RouteDefinition[]): Stage {
   const byLength = [...routes]
     .sort((a, b) => b.prefix.length - a.prefix.length)
     .map((route) => ({ route, below: route.prefix === '/' ? '/' : `${route.prefix}/` }));
-  return async function route(ctx, next) {
+  return function route(ctx, next) {
     if (!isCanonicalPath(ctx.path)) throw notCanonical(ctx.path);
     const { path } = ctx;
     const match = byLength.find((r) => path === r.route.prefix || path.startsWith(r.below));
     if (match === undefined) throw new HttpProblem('ERR_ROUTE_NOT_FOUND', `no route serves ${path}`);
     ctx.route = match.route;
-    await next();
+    return next();
   };
 }
 
