@@ -62,6 +62,13 @@ export interface AuthenticatorDeps {
 
 export interface Authenticator {
   authenticate(headers: IncomingHttpHeaders, url: string, gate?: VerifyGate): Promise<AuthOutcome>;
+  /**
+   * The principal of the request's bearer token when that exact token verified before and is
+   * still good (the verified-token cache), with nothing else to judge: no query string, the
+   * header spelled `Bearer <token>`. Synchronous, for the common case; `undefined` means "ask
+   * authenticate()", which decides everything else, this case included.
+   */
+  knownBearer(headers: IncomingHttpHeaders, url: string): Principal | undefined;
   /** True once issuer keys are usable (always for a JWKS file or the development issuer). */
   ready(): boolean;
   close(): void;
@@ -74,6 +81,9 @@ const KEYS_FRESH_MS = 5 * 60 * 1000;
 /** Lets `apikey revoke` reach a gateway without Redis within a second. */
 const FILE_STORE_POLL_MS = 1000;
 const AUTHORIZATION = /^([A-Za-z]+) +([\x21-\x7e]+)$/;
+/** `Bearer` in any case and one space: what knownBearer takes without the full parse. */
+const BEARER_PREFIX = /^bearer (?! )/i;
+const BEARER_LENGTH = 'Bearer '.length;
 /** API keys whose signature verified, by digest: they skip the gate (revocation is still read). */
 const VERIFIED_API_KEYS = 10_000;
 const admitAll: VerifyGate = () => Promise.resolve();
@@ -224,6 +234,15 @@ export function createAuthenticator(config: AuthConfig, deps: AuthenticatorDeps)
   }
 
   return {
+    knownBearer(headers, url) {
+      const authorization = headers.authorization;
+      // Anything unusual (a query, which may carry a credential; another spelling) takes the
+      // full path. A token found here is byte for byte one that passed it before.
+      if (authorization === undefined || url.includes('?') || !BEARER_PREFIX.test(authorization))
+        return undefined;
+      return verifier.known(authorization.slice(BEARER_LENGTH));
+    },
+
     async authenticate(headers, url, gate = admitAll) {
       const leaked = credentialParameter(url);
       if (leaked !== undefined)

@@ -8,40 +8,59 @@
  * given back when it verifies, so an address over the limit gets 429 without its guesses being
  * verified (guessing costs the attacker, not the gateway), while a credential verified before
  * is never locked out by what others send from its address.
+ *
+ * A bearer token verified before is taken from the verified-token cache without the full parse
+ * (Authenticator.knownBearer), the common case: most requests carry a token seen before.
  */
 import type { Authenticator } from '../identity/authenticate.ts';
 import { rateLimitProblem } from '../rate-limit/headers.ts';
 import type { AuthAttempt, RateLimiter } from '../rate-limit/limiter.ts';
-import type { Stage } from '../pipeline/context.ts';
+import type { GatewayContext, Next, Stage } from '../pipeline/context.ts';
 
 export interface AuthenticateStageDeps {
   authenticator: Authenticator;
   limiter: RateLimiter;
 }
 
+/** The audit facts of the two outcomes that need no judging; never changed once set. */
+const NONE = Object.freeze({ outcome: 'none' as const });
+const CACHED = Object.freeze({ outcome: 'ok' as const, reason: 'cached' });
+
 export function createAuthenticateStage(deps: AuthenticateStageDeps): Stage {
-  return async function authenticate(ctx, next) {
+  // A plain function for the two common cases (no async frame, promise or awaits of its own);
+  // everything else is judged in full by judge().
+  return function authenticate(ctx, next) {
     if (ctx.route?.auth === 'none') {
-      ctx.facts.auth = { outcome: 'none' };
+      ctx.facts.auth = NONE;
       return next();
     }
-    let attempt: AuthAttempt | undefined;
-    const outcome = await deps.authenticator.authenticate(ctx.req.headers, ctx.target, async () => {
-      attempt = await deps.limiter.countAuthAttempt(ctx.clientIp);
-      if (attempt.refusal === undefined) return;
-      ctx.facts.auth = { outcome: 'refused', reason: 'too many failed authentications from this address' };
-      throw rateLimitProblem(attempt.refusal);
-    });
-    // Only a credential that was sent and refused stays counted as a guess.
-    if (attempt !== undefined && (outcome.ok || outcome.problem.code !== 'ERR_INVALID_TOKEN'))
-      await attempt.refund();
-    if (!outcome.ok) {
-      const unavailable = outcome.problem.status === 503;
-      ctx.facts.auth = { outcome: unavailable ? 'unavailable' : 'refused', reason: outcome.reason };
-      throw outcome.problem;
+    const known = deps.authenticator.knownBearer(ctx.req.headers, ctx.target);
+    if (known !== undefined) {
+      ctx.principal = known;
+      ctx.facts.auth = CACHED;
+      return next();
     }
-    ctx.principal = outcome.principal;
-    ctx.facts.auth = { outcome: 'ok', ...(outcome.cacheHit ? { reason: 'cached' } : {}) };
-    await next();
+    return judge(ctx, next, deps);
   };
+}
+
+async function judge(ctx: GatewayContext, next: Next, deps: AuthenticateStageDeps): Promise<void> {
+  let attempt: AuthAttempt | undefined;
+  const outcome = await deps.authenticator.authenticate(ctx.req.headers, ctx.target, async () => {
+    attempt = await deps.limiter.countAuthAttempt(ctx.clientIp);
+    if (attempt.refusal === undefined) return;
+    ctx.facts.auth = { outcome: 'refused', reason: 'too many failed authentications from this address' };
+    throw rateLimitProblem(attempt.refusal);
+  });
+  // Only a credential that was sent and refused stays counted as a guess.
+  if (attempt !== undefined && (outcome.ok || outcome.problem.code !== 'ERR_INVALID_TOKEN'))
+    await attempt.refund();
+  if (!outcome.ok) {
+    const unavailable = outcome.problem.status === 503;
+    ctx.facts.auth = { outcome: unavailable ? 'unavailable' : 'refused', reason: outcome.reason };
+    throw outcome.problem;
+  }
+  ctx.principal = outcome.principal;
+  ctx.facts.auth = outcome.cacheHit ? CACHED : { outcome: 'ok' };
+  await next();
 }

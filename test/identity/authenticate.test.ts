@@ -87,6 +87,37 @@ describe('credentials in the URL', () => {
   });
 });
 
+describe('knownBearer (the synchronous path for a token verified before)', () => {
+  it('knows only the exact token authenticate() verified, spelled `Bearer <token>`, with no query', async () => {
+    const { auth, dataDir } = devGateway();
+    const token = await loadOrCreateDevIssuer(dataDir).sign({ sub: 's', customer_id: 'c1' }, 60);
+    const headers = { authorization: `Bearer ${token}` };
+    // Never judged yet: nothing is known, the full path decides.
+    expect(auth.knownBearer(headers, '/v1/orders')).toBeUndefined();
+    expectPrincipal(await auth.authenticate(headers, '/v1/orders'));
+    expect(auth.knownBearer(headers, '/v1/orders')).toMatchObject({ subject: 's', customerId: 'c1' });
+    expect(auth.knownBearer({ authorization: `bearer ${token}` }, '/v1/orders')).toMatchObject({
+      subject: 's',
+    });
+    // A query may carry a credential (400 on the full path); other spellings are parsed there.
+    expect(auth.knownBearer(headers, '/v1/orders?token=x')).toBeUndefined();
+    expect(auth.knownBearer(headers, '/v1/orders?limit=5')).toBeUndefined();
+    for (const authorization of [
+      `Bearer  ${token}`,
+      `Bearer ${token} `,
+      ` Bearer ${token}`,
+      `ApiKey ${token}`,
+      token,
+    ])
+      expect(auth.knownBearer({ authorization }, '/v1/orders')).toBeUndefined();
+    expect(auth.knownBearer({}, '/v1/orders')).toBeUndefined();
+    // Beside a known token, a credential in the URL is still refused by the full path.
+    const outcome = await auth.authenticate(headers, '/v1/orders?access_token=s3cr3t');
+    expect(outcome.ok ? undefined : outcome.problem.code).toBe('ERR_CREDENTIAL_IN_URL');
+    auth.close();
+  });
+});
+
 describe('requireScopes', () => {
   const principal = (scopes: string[]): Principal => ({
     subject: 's',
