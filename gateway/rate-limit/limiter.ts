@@ -165,7 +165,8 @@ export function createRateLimiter(
   });
   let compiled = compileAll(config);
 
-  type Counted = { res: RateLimiterRes; store: StoreState } | { failed: true };
+  /** A policy's count after this request, and ms until its window ends; or the store failed. */
+  type Counted = { consumed: number; msBeforeNext: number; store: StoreState } | { failed: true };
 
   /**
    * Counts one key in one policy; never throws. `memoryOnFailure` overrides `onStoreFailure`
@@ -183,8 +184,7 @@ export function createRateLimiter(
       try {
         // Outside a cluster, the key rate-limiter-flexible's RateLimiterRedis would use.
         const counted = await counter.add(`${policy.redisKeyPrefix}:${key}`, policy.windowSeconds, points);
-        const remaining = Math.max(policy.config.limit - counted.consumed, 0);
-        return { res: new RateLimiterRes(remaining, counted.msBeforeNext, counted.consumed), store: 'redis' };
+        return { consumed: counted.consumed, msBeforeNext: counted.msBeforeNext, store: 'redis' };
       } catch (error) {
         storeFailures++;
         lastFailureAt = Date.now();
@@ -193,17 +193,21 @@ export function createRateLimiter(
           return { failed: true };
       }
     }
-    return { res: await countInMemory(policy, key, points), store: 'memory' };
+    const res = await countInMemory(policy, key, points);
+    return { consumed: res.consumedPoints, msBeforeNext: res.msBeforeNext, store: 'memory' };
   }
 
-  function outcome(policy: CompiledPolicy, res: RateLimiterRes): PolicyOutcome {
+  function outcome(
+    policy: CompiledPolicy,
+    counted: { consumed: number; msBeforeNext: number },
+  ): PolicyOutcome {
     return {
       name: policy.config.name,
       limit: policy.config.limit,
       windowSeconds: policy.windowSeconds,
-      remaining: Math.max(policy.config.limit - res.consumedPoints, 0),
-      resetSeconds: Math.max(Math.ceil(res.msBeforeNext / 1000), 0),
-      exceeded: res.consumedPoints > policy.config.limit,
+      remaining: Math.max(policy.config.limit - counted.consumed, 0),
+      resetSeconds: Math.max(Math.ceil(counted.msBeforeNext / 1000), 0),
+      exceeded: counted.consumed > policy.config.limit,
       policyField: policy.policyField,
     };
   }
@@ -217,7 +221,7 @@ export function createRateLimiter(
         continue; // allow: this policy says nothing about this request
       }
       store = counted.store;
-      outcomes.push(outcome(policy, counted.res));
+      outcomes.push(outcome(policy, counted));
     }
     const exceeded = outcomes.filter((o) => o.exceeded);
     if (exceeded.length === 0) return { kind: 'allowed', outcomes, store };
@@ -258,7 +262,7 @@ export function createRateLimiter(
       const policy = compiled.authFailures;
       const counted = await count(policy, clientIp, 1, true);
       if ('failed' in counted) return { refusal: undefined, refund: () => Promise.resolve() };
-      const o = outcome(policy, counted.res);
+      const o = outcome(policy, counted);
       if (o.exceeded) limitedCallers.record(`ip:${clientIp}`, undefined);
       return {
         refusal: o.exceeded
