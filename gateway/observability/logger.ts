@@ -30,14 +30,44 @@ export function createLogger(options: { level?: string; destination?: NodeJS.Wri
   );
 }
 
+/** What the request line says of one finished request. */
+export interface RequestLine {
+  requestId: string;
+  traceId: string | undefined;
+  method: string;
+  path: string;
+  route: string;
+  status: number;
+  durationMs: number;
+  /** The client left before the whole answer was written. */
+  aborted: boolean;
+}
+
 /**
- * The same destination and level without redaction, for the request line alone: its fields are
- * fixed and hold no header, and redaction copied every logged object (~8% of all the bytes the
- * gateway allocated under load).
+ * The request line's writer, or undefined when the log's level leaves info out. The line is the
+ * one pino would write at info (level, time, the base fields, the request's, `msg: "request"`),
+ * made by hand into the log's own destination: its fields are fixed and hold no header, so
+ * neither redaction (which copied every logged object: ~8% of all the bytes the gateway
+ * allocated under load) nor pino's generic serializer is needed (with its line building, ~10% of
+ * the bytes allocated per cache hit, and ~2% of the CPU). Strings go through JSON.stringify.
  */
-export function requestLineLogger(log: Logger): Logger {
-  const destination = (log as unknown as Record<symbol, pino.DestinationStream>)[pino.symbols.streamSym];
-  return pino({ level: log.level, base: BASE, timestamp: pinoIsoTime }, destination);
+export function requestLineWriter(log: Logger): ((line: RequestLine) => void) | undefined {
+  if (!log.isLevelEnabled('info')) return undefined;
+  const destination = (log as unknown as Record<symbol, pino.DestinationStream | undefined>)[
+    pino.symbols.streamSym
+  ];
+  if (destination === undefined) throw new Error('requestLineWriter: the logger has no destination');
+  const head = `{"level":${pino.levels.values['info']}`;
+  const base = `,"service":${JSON.stringify(BASE.service)}`;
+  return (line) => {
+    destination.write(
+      `${head}${pinoIsoTime()}${base},"requestId":${JSON.stringify(line.requestId)}` +
+        (line.traceId === undefined ? '' : `,"traceId":${JSON.stringify(line.traceId)}`) +
+        `,"method":${JSON.stringify(line.method)},"path":${JSON.stringify(line.path)}` +
+        `,"route":${JSON.stringify(line.route)},"status":${line.status},"durationMs":${line.durationMs}` +
+        `${line.aborted ? ',"aborted":true' : ''},"msg":"request"}\n`,
+    );
+  };
 }
 
 /** Destinations with lines still batched; pino flushes only asynchronous ones at exit. */

@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import type { AuditEntry } from '../audit/audit-record.ts';
 import type { AuditLog } from '../audit/audit-log.ts';
 import type { GatewayContext } from '../pipeline/context.ts';
-import { requestLineLogger } from './logger.ts';
+import { requestLineWriter } from './logger.ts';
 import type { GatewayMetrics } from './metrics.ts';
 
 export interface RequestAccounting {
@@ -21,7 +21,7 @@ export function createRequestAccounting(deps: {
   /** The gateway's logger: the request line names its id itself, without a child logger. */
   log: Logger;
 }): RequestAccounting {
-  const log = requestLineLogger(deps.log);
+  const writeLine = requestLineWriter(deps.log);
   return {
     finished(ctx, res, { startedNs, startedAt }) {
       const seconds = Number(process.hrtime.bigint() - startedNs) / 1e9;
@@ -32,20 +32,16 @@ export function createRequestAccounting(deps: {
       const latencyMs = Math.round(seconds * 1e4) / 10;
       deps.metrics.observeRequest(route, method, status, seconds);
       deps.audit?.record(auditEntry(ctx, { time: startedAt, method, status, latencyMs }));
-      if (!log.isLevelEnabled('info')) return;
-      log.info(
-        {
-          requestId: ctx.requestId,
-          traceId: ctx.facts.traceId,
-          method,
-          path: ctx.path,
-          route,
-          status,
-          durationMs: latencyMs,
-          ...(res.writableFinished ? {} : { aborted: true }),
-        },
-        'request',
-      );
+      writeLine?.({
+        requestId: ctx.requestId,
+        traceId: ctx.facts.traceId,
+        method,
+        path: ctx.path,
+        route,
+        status,
+        durationMs: latencyMs,
+        aborted: !res.writableFinished,
+      });
     },
   };
 }
