@@ -6,7 +6,7 @@
  * good are refused and audited as such, whatever the cache holds.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fetch } from 'undici';
@@ -15,7 +15,7 @@ import { loadOrCreateDevIssuer } from '../../gateway/identity/dev-issuer.ts';
 import { parseAssertionKeys } from '../../shared/assertion-keys.ts';
 import { IDENTITY_HEADER, verifyAssertion } from '../../shared/identity-assertion.ts';
 import {
-  sleep,
+  auditRecordOf,
   startRecordingUpstream,
   startTestGateway,
   type RecordingUpstream,
@@ -49,21 +49,8 @@ afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-type AuditLine = Record<string, unknown>;
-
-/** The record the gateway wrote for `requestId`, waiting (bounded) for its batch to land. */
-async function auditRecord(requestId: string): Promise<AuditLine> {
-  for (let i = 0; i < 100; i++) {
-    const found = readFileSync(auditLogPath, 'utf8')
-      .split('\n')
-      .filter((line) => line.endsWith('}'))
-      .map((line) => JSON.parse(line) as AuditLine)
-      .find((record) => record['requestId'] === requestId);
-    if (found !== undefined) return found;
-    await sleep(20);
-  }
-  throw new Error(`no audit record for request ${requestId}`);
-}
+/** The record the gateway wrote for `requestId` (support/harness.ts). */
+const auditRecord = (requestId: string) => auditRecordOf(auditLogPath, requestId);
 
 /** Sends GET `path` with `authorization`; the status and the audit record's auth member. */
 async function call(path: string, authorization: string): Promise<{ status: number; auth: unknown }> {

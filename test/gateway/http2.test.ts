@@ -3,7 +3,7 @@
  * a real node:http2 client for what a client may send, a raw frame writer (support/raw-h2.ts)
  * for what none should, and the recording upstream to prove what reached it, over HTTP/1.1.
  */
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import type { ClientHttp2Session } from 'node:http2';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +11,7 @@ import { connect as tlsConnect } from 'node:tls';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { closeSession, h2Request, h2Session, type H2Response } from './support/h2-client.ts';
 import {
+  auditRecordOf,
   rawRequest,
   sleep,
   startRecordingUpstream,
@@ -80,18 +81,8 @@ function negotiate(protocols: string[] | undefined, on: TestGateway = gw): Promi
   });
 }
 
-async function auditRecord(requestId: string): Promise<Record<string, unknown>> {
-  for (let i = 0; i < 100; i++) {
-    const found = readFileSync(auditLogPath, 'utf8')
-      .split('\n')
-      .filter((line) => line.endsWith('}'))
-      .map((line) => JSON.parse(line) as Record<string, unknown>)
-      .find((record) => record['requestId'] === requestId);
-    if (found !== undefined) return found;
-    await sleep(20);
-  }
-  throw new Error(`no audit record for request ${requestId}`);
-}
+/** The record the gateway wrote for `requestId` (support/harness.ts). */
+const auditRecord = (requestId: string) => auditRecordOf(auditLogPath, requestId);
 
 describe('ALPN on the HTTPS port', () => {
   it('chooses h2 when the client offers it, before http/1.1', async () => {

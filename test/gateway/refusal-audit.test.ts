@@ -10,6 +10,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { verifyAuditFile } from '../../gateway/audit/verify-chain.ts';
 import {
+  auditRecordOf,
+  type AuditLine,
   rawRequest,
   sleep,
   startRecordingUpstream,
@@ -43,21 +45,8 @@ beforeEach(() => {
   upstream.records.length = 0;
 });
 
-type AuditLine = Record<string, unknown>;
-
-/** The record the gateway wrote for `requestId`, waiting (bounded) for its batch to land. */
-async function auditRecord(requestId: string): Promise<AuditLine> {
-  for (let i = 0; i < 100; i++) {
-    const found = readFileSync(auditLogPath, 'utf8')
-      .split('\n')
-      .filter((line) => line.endsWith('}'))
-      .map((line) => JSON.parse(line) as AuditLine)
-      .find((record) => record['requestId'] === requestId);
-    if (found !== undefined) return found;
-    await sleep(20);
-  }
-  throw new Error(`no audit record for request ${requestId}`);
-}
+/** The record the gateway wrote for `requestId` (support/harness.ts). */
+const auditRecord = (requestId: string) => auditRecordOf(auditLogPath, requestId);
 
 function expectProblem(response: RawResponse, status: number, code: string): string {
   expect(response.status).toBe(status);

@@ -2,6 +2,7 @@
  * Real sockets for gateway tests: a recording upstream, an in-process gateway on port 0
  * over real HTTPS, and a raw TLS client for requests no well-behaved client would send.
  */
+import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
@@ -215,3 +216,19 @@ function parseResponse(data: string): RawResponse | undefined {
 }
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export type AuditLine = Record<string, unknown>;
+
+/** The record the gateway wrote to `auditLogPath` for `requestId`, waiting (bounded) for its batch. */
+export async function auditRecordOf(auditLogPath: string, requestId: string): Promise<AuditLine> {
+  for (let i = 0; i < 100; i++) {
+    const found = readFileSync(auditLogPath, 'utf8')
+      .split('\n')
+      .filter((line) => line.endsWith('}'))
+      .map((line) => JSON.parse(line) as AuditLine)
+      .find((record) => record['requestId'] === requestId);
+    if (found !== undefined) return found;
+    await sleep(20);
+  }
+  throw new Error(`no audit record for request ${requestId}`);
+}
