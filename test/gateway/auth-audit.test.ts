@@ -99,8 +99,10 @@ describe('the authenticate stage, first and later requests of one token', () => 
     const before = upstream.records.length;
     const inUrl = await call('/v1/orders?access_token=x', `Bearer ${token}`);
     expect(inUrl).toEqual({ status: 400, auth: { outcome: 'refused', reason: 'credential in URL' } });
-    // The last signature character changed: a different string, never verified.
-    const forged = `${token.slice(0, -1)}${token.endsWith('A') ? 'B' : 'A'}`;
+    // One signature character changed, mid-way: different signature bytes, never verified. (Not
+    // the last one: its low bits are padding, and a token differing only there decodes the same.)
+    const at = token.lastIndexOf('.') + 20;
+    const forged = `${token.slice(0, at)}${token[at] === 'A' ? 'B' : 'A'}${token.slice(at + 1)}`;
     const refused = await call('/v1/orders', `Bearer ${forged}`);
     expect(refused.status).toBe(401);
     expect(refused.auth).toMatchObject({ outcome: 'refused' });
