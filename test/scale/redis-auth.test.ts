@@ -19,6 +19,7 @@ import {
   startScaleFixture,
   type ScaleFixture,
 } from './support/scale-fixture.ts';
+import { closeAll } from '../support/close-all.ts';
 
 const PASSWORD = `data-${randomUUID()}`;
 const SENTINEL_PASSWORD = `sentinels-${randomUUID()}`;
@@ -35,13 +36,7 @@ beforeAll(async () => {
   ]);
 });
 afterAll(async () => {
-  // The Redis nodes stop whatever the gateways' close says (a crashed gateway makes it throw):
-  // nodes left running outlive the run and can take part in the next run's failovers.
-  try {
-    await fixture?.close();
-  } finally {
-    await Promise.all([cluster?.stop(), sentinel?.stop()]);
-  }
+  await closeAll(fixture?.close(), cluster?.stop(), sentinel?.stop());
 });
 
 const prefix = () => `${inject('redisPrefix')}${randomUUID()}:`;

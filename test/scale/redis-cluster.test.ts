@@ -26,6 +26,7 @@ import {
   startScaleFixture,
   type ScaleFixture,
 } from './support/scale-fixture.ts';
+import { closeAll } from '../support/close-all.ts';
 
 let cluster: OwnRedisCluster;
 let fixture: ScaleFixture;
@@ -36,13 +37,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   for (const client of clients) client.disconnect();
-  // The Redis nodes stop whatever the gateways' close says (a crashed gateway makes it throw):
-  // nodes left running outlive the run and can take part in the next run's failovers.
-  try {
-    await fixture?.close();
-  } finally {
-    await cluster?.stop();
-  }
+  await closeAll(fixture?.close(), cluster?.stop());
 });
 
 async function clusterClient(prefix: string): Promise<RedisClient> {

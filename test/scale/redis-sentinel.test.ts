@@ -23,6 +23,7 @@ import {
   startScaleFixture,
   type ScaleFixture,
 } from './support/scale-fixture.ts';
+import { closeAll } from '../support/close-all.ts';
 
 let sentinel: OwnRedisSentinel;
 let fixture: ScaleFixture;
@@ -33,13 +34,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   for (const client of clients) client.disconnect();
-  // The Redis nodes stop whatever the gateways' close says (a crashed gateway makes it throw):
-  // nodes left running outlive the run and can take part in the next run's failovers.
-  try {
-    await fixture?.close();
-  } finally {
-    await sentinel?.stop();
-  }
+  await closeAll(fixture?.close(), sentinel?.stop());
 });
 
 async function sentinelClient(prefix: string): Promise<RedisClient> {
