@@ -16,15 +16,5 @@ export function isoTime(ms: number): string {
   return lastText;
 }
 
-let lastFieldMs = Number.NaN;
-let lastField = '';
-
 /** pino's `timestamp` option: the `,"time":"..."` member of each line, as isoTime writes it. */
-export function pinoIsoTime(): string {
-  const now = Date.now();
-  if (now !== lastFieldMs) {
-    lastField = `,"time":"${isoTime(now)}"`;
-    lastFieldMs = now;
-  }
-  return lastField;
-}
+export const pinoIsoTime = (): string => `,"time":"${isoTime(Date.now())}"`;

@@ -15,18 +15,10 @@ export function rateLimitHeaders(outcomes: readonly PolicyOutcome[]): Record<str
 
 /** The values of `RateLimit-Policy` (`policy`) and `RateLimit` (`state`). */
 export function rateLimitFields(outcomes: readonly PolicyOutcome[]): { policy: string; state: string } {
-  if (outcomes.length === 1) {
-    const o = outcomes[0]!;
-    return { policy: o.policyField, state: stateMember(o) };
-  }
   return {
     policy: outcomes.map((o) => o.policyField).join(', '),
-    state: outcomes.map(stateMember).join(', '),
+    state: outcomes.map((o) => `"${o.name}";r=${o.remaining};t=${o.resetSeconds}`).join(', '),
   };
-}
-
-function stateMember(o: PolicyOutcome): string {
-  return `"${o.name}";r=${o.remaining};t=${o.resetSeconds}`;
 }
 
 export function rateLimitProblem(decision: Extract<RateLimitDecision, { kind: 'limited' }>): HttpProblem {

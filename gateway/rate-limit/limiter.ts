@@ -12,7 +12,7 @@ import { isCluster, type RedisClient } from '../../shared/redis.ts';
 import { durationSeconds } from './config-schema.ts';
 import type { RateLimitPolicyConfig, RateLimitsConfig } from './config-schema.ts';
 import { createMostLimited, type LimitedCaller } from './most-limited.ts';
-import { createRedisCounter, type RedisCounter } from './redis-counter.ts';
+import { createRedisCounter, type Counted as WindowCount, type RedisCounter } from './redis-counter.ts';
 
 export interface RateLimitSubject {
   method: string;
@@ -165,8 +165,8 @@ export function createRateLimiter(
   });
   let compiled = compileAll(config);
 
-  /** A policy's count after this request, and ms until its window ends; or the store failed. */
-  type Counted = { consumed: number; msBeforeNext: number; store: StoreState } | { failed: true };
+  /** A policy's count after this request and when its window ends, and where; or the store failed. */
+  type Counted = (WindowCount & { store: StoreState }) | { failed: true };
 
   /**
    * Counts one key in one policy; never throws. `memoryOnFailure` overrides `onStoreFailure`
@@ -184,7 +184,7 @@ export function createRateLimiter(
       try {
         // Outside a cluster, the key rate-limiter-flexible's RateLimiterRedis would use.
         const counted = await counter.add(`${policy.redisKeyPrefix}:${key}`, policy.windowSeconds, points);
-        return { consumed: counted.consumed, msBeforeNext: counted.msBeforeNext, store: 'redis' };
+        return { ...counted, store: 'redis' };
       } catch (error) {
         storeFailures++;
         lastFailureAt = Date.now();
@@ -197,10 +197,7 @@ export function createRateLimiter(
     return { consumed: res.consumedPoints, msBeforeNext: res.msBeforeNext, store: 'memory' };
   }
 
-  function outcome(
-    policy: CompiledPolicy,
-    counted: { consumed: number; msBeforeNext: number },
-  ): PolicyOutcome {
+  function outcome(policy: CompiledPolicy, counted: WindowCount): PolicyOutcome {
     return {
       name: policy.config.name,
       limit: policy.config.limit,
@@ -242,16 +239,11 @@ export function createRateLimiter(
         const key = subjectKey(policy.config, subject);
         if (key !== undefined) applicable.push([policy, key]);
       }
-      // One policy (the common case) is one count: no Promise.all and a closure per policy.
-      const only = applicable.length === 1 ? applicable[0]! : undefined;
-      const results: [CompiledPolicy, Counted][] =
-        only !== undefined
-          ? [[only[0], await count(only[0], only[1])]]
-          : await Promise.all(
-              applicable.map(
-                async ([policy, key]) => [policy, await count(policy, key)] as [CompiledPolicy, Counted],
-              ),
-            );
+      const results = await Promise.all(
+        applicable.map(
+          async ([policy, key]) => [policy, await count(policy, key)] as [CompiledPolicy, Counted],
+        ),
+      );
       const decision = decide(results);
       if (decision.kind === 'limited')
         limitedCallers.record(callerOf(subject), subject.principal?.customerId);

@@ -6,20 +6,15 @@
  */
 import type { Stage } from '../pipeline/context.ts';
 import { rateLimitFields, rateLimitProblem, storeUnavailableProblem } from '../rate-limit/headers.ts';
-import type { RateLimitDecision, RateLimiter, StoreState } from '../rate-limit/limiter.ts';
+import type { RateLimitDecision, RateLimiter } from '../rate-limit/limiter.ts';
 
 export interface RateLimitStageDeps {
   limiter: RateLimiter;
 }
 
 /** The decision as the audit record states it: `allowed:redis`, `limited:memory`, `unavailable`. */
-const AUDIT_FACTS: Record<'allowed' | 'limited', Record<StoreState, string>> = {
-  allowed: { redis: 'allowed:redis', memory: 'allowed:memory', none: 'allowed:none' },
-  limited: { redis: 'limited:redis', memory: 'limited:memory', none: 'limited:none' },
-};
-
 function auditFact(decision: RateLimitDecision): string {
-  return decision.kind === 'unavailable' ? 'unavailable' : AUDIT_FACTS[decision.kind][decision.store];
+  return decision.kind === 'unavailable' ? 'unavailable' : `${decision.kind}:${decision.store}`;
 }
 
 export function createRateLimitStage(deps: RateLimitStageDeps): Stage {
