@@ -8,7 +8,8 @@
  * would hang; with the offline queue off and a short command timeout, a down or frozen Redis
  * is an error within `commandTimeoutMs`, which each caller answers by its own policy.
  */
-import { Cluster, Redis } from 'ioredis';
+import { Cluster, type Redis } from 'ioredis';
+import { LastingRedis } from './lasting-redis.ts';
 import { createClusterSubscriber, type SubscriberConnection } from './redis-subscriber.ts';
 
 export type { SubscriberConnection } from './redis-subscriber.ts';
@@ -71,8 +72,8 @@ function nodeOptions(options: ConnectionOptions) {
 }
 
 /** A single node at `options.url`. */
-export function createRedisClient(options: RedisOptions): Redis {
-  return new Redis(options.url, { ...nodeOptions(options), retryStrategy, lazyConnect: false });
+export function createRedisClient(options: RedisOptions): LastingRedis {
+  return new LastingRedis(options.url, { ...nodeOptions(options), retryStrategy }, retryStrategy);
 }
 
 /**
@@ -151,19 +152,23 @@ export function createRedisConnection(target: RedisTarget, options: ConnectionOp
     case 'single':
       return createRedisClient({ ...options, url: target.url });
     case 'sentinel':
-      return new Redis({
-        ...nodeOptions(options),
-        ...target.credentials,
-        sentinels: target.sentinels,
-        name: target.name,
-        ...(target.sentinelPassword === undefined ? {} : { sentinelPassword: target.sentinelPassword }),
+      return new LastingRedis(
+        undefined,
+        {
+          ...nodeOptions(options),
+          ...target.credentials,
+          sentinels: target.sentinels,
+          name: target.name,
+          ...(target.sentinelPassword === undefined ? {} : { sentinelPassword: target.sentinelPassword }),
+          retryStrategy,
+          sentinelRetryStrategy: retryStrategy,
+          sentinelCommandTimeout: 500,
+          // Subscribes to the sentinels' +switch-master: the client moves to a promoted replica
+          // when the sentinels decide, not at its next failed reconnect.
+          failoverDetector: true,
+        },
         retryStrategy,
-        sentinelRetryStrategy: retryStrategy,
-        sentinelCommandTimeout: 500,
-        // Subscribes to the sentinels' +switch-master: the client moves to a promoted replica
-        // when the sentinels decide, not at its next failed reconnect.
-        failoverDetector: true,
-      });
+      );
     case 'cluster':
       return createCluster(target.nodes, target.credentials ?? {}, options);
   }
@@ -216,7 +221,7 @@ export function describeTarget(target: RedisTarget): string {
  */
 export function createSubscriber(client: RedisClient): SubscriberConnection {
   if (isCluster(client)) return createClusterSubscriber(client);
-  const subscriber = client.duplicate();
+  const subscriber = client instanceof LastingRedis ? client.duplicateLasting() : client.duplicate();
   // Its outages are the command connection's too, which reports them.
   subscriber.on('error', () => {});
   return subscriber;

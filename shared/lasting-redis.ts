@@ -1,0 +1,53 @@
+/**
+ * A Redis client (one node, or the master Sentinel names) that ends only when it is closed.
+ *
+ * ioredis 6 ends a client for good when a connect attempt fails because its connector was
+ * disconnected meanwhile: every command then fails with "Connection is closed." and nothing
+ * reconnects. Sentinel's failover detector does exactly that on the sentinels' +switch-master,
+ * so when the message lands while the client is asking a sentinel where the master is (it
+ * reconnects every 100 ms to 2 s while the master is down), a gateway stayed unready, and
+ * answering 503, until restarted: about one failover in four in test/scale. Here an end the
+ * gateway did not ask for (by `quit` or `disconnect`) is followed by a new connect.
+ */
+import { Redis, type RedisOptions as AnyRedisOptions } from 'ioredis';
+
+/** ioredis's options with its default (RESP2, "legacy") reply shapes, which Portico reads. */
+type RedisOptions = AnyRedisOptions & { replyMapping?: 'legacy' };
+
+export class LastingRedis extends Redis {
+  /** Set by a close asked for: that end is final. */
+  #closing = false;
+  #attempt = 0;
+  readonly #reconnectDelay: (attempt: number) => number;
+
+  /** `url`: a redis:// or rediss:// URL, read by ioredis as it reads its own; none for Sentinel. */
+  constructor(url: string | undefined, options: RedisOptions, reconnectDelay: (attempt: number) => number) {
+    // ioredis skips an undefined first argument; its typings only know the URL form.
+    super(url as string, options);
+    this.#reconnectDelay = reconnectDelay;
+    this.on('ready', () => (this.#attempt = 0));
+    this.on('end', () => {
+      if (this.#closing) return;
+      const timer = setTimeout(() => {
+        if (!this.#closing && this.status === 'end') this.connect().catch(() => {});
+      }, this.#reconnectDelay(++this.#attempt));
+      // A pending reconnect must not keep a process alive that is otherwise done.
+      timer.unref();
+    });
+  }
+
+  override disconnect(reconnect = false): void {
+    if (!reconnect) this.#closing = true;
+    super.disconnect(reconnect);
+  }
+
+  override quit(...args: Parameters<Redis['quit']>): ReturnType<Redis['quit']> {
+    this.#closing = true;
+    return super.quit(...args);
+  }
+
+  /** A second connection like this one that lasts as well (`duplicate` makes a plain Redis). */
+  duplicateLasting(): LastingRedis {
+    return new LastingRedis(undefined, { ...this.options, replyMapping: 'legacy' }, this.#reconnectDelay);
+  }
+}
