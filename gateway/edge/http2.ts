@@ -12,6 +12,7 @@
  * us. What is ours: `:authority` against `host` (http-hygiene.ts), the header-list size as a
  * 431 (listener.ts), the timeouts, the requests per connection, and the reset-flood bound.
  */
+import type { TLSSocket } from 'node:tls';
 import {
   constants,
   Http2ServerRequest,
@@ -199,7 +200,8 @@ export function superviseSessions(
       clearTimeout(idle);
       open += 1;
       streams += 1;
-      if (limits.maxRequestsPerConnection > 0 && streams === limits.maxRequestsPerConnection) session.close();
+      if (limits.maxRequestsPerConnection > 0 && streams === limits.maxRequestsPerConnection)
+        closeGracefully(session);
       stream.once('close', () => {
         open -= 1;
         if (open === 0 && !session.closed) arm(limits.keepAliveTimeoutMs);
@@ -220,8 +222,50 @@ export function superviseSessions(
 /** GOAWAY now; a client that keeps the connection open past a second is cut. */
 function closeSession(session: Http2Session): void {
   if (session.destroyed) return;
-  session.close();
+  closeGracefully(session);
   setTimeout(() => session.destroy(), 1000).unref();
+}
+
+/** Marks the TLS socket of a session this gateway closes gracefully (see lingerBeforeEnd). */
+const GRACEFUL = Symbol('portico.http2GracefulClose');
+/** How long a gracefully closed connection waits for the client's own close. */
+const LINGER_MS = 1000;
+
+/**
+ * GOAWAY (streams up to the last one nghttp2 read are answered, later ones the client sends
+ * again elsewhere), the session ends once they are, and its socket lingers (lingerBeforeEnd).
+ */
+function closeGracefully(session: Http2Session): void {
+  if (session.closed || session.destroyed) return;
+  // `session.socket` passes any other property through to the TLS socket.
+  (session.socket as unknown as Record<symbol, boolean>)[GRACEFUL] = true;
+  session.close();
+}
+
+/**
+ * For every TLS connection of the listener: once its session was closed gracefully, Node's
+ * end of the socket (sent the moment the last stream is answered) waits until the client
+ * closes its side, which it does once it has read every answer, or LINGER_MS. Without it,
+ * undici handles the end of the socket before it has delivered the last answers' bodies and
+ * fails them "other side closed": up to one request per hundred connection switches under
+ * concurrent load (test/gateway/http2-rotation.test.ts). Go's HTTP/2 server waits for the
+ * client after its GOAWAY in the same way.
+ */
+export function lingerBeforeEnd(socket: TLSSocket): void {
+  const end = socket.end.bind(socket) as (...args: unknown[]) => TLSSocket;
+  let held = false;
+  socket.end = (...args: unknown[]) => {
+    if (!(socket as unknown as Record<symbol, boolean>)[GRACEFUL] || held) return end(...args);
+    held = true;
+    const timer = setTimeout(() => end(...args), LINGER_MS);
+    timer.unref();
+    socket.once('end', () => {
+      clearTimeout(timer);
+      end(...args);
+    });
+    socket.once('close', () => clearTimeout(timer));
+    return socket;
+  };
 }
 
 /** An h2 request whose HEADERS did not end the stream: DATA follows, length announced or not. */

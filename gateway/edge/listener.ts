@@ -18,7 +18,7 @@ import type { Logger } from 'pino';
 import { HttpProblem, PROBLEM_CONTENT_TYPE } from '../../shared/errors.ts';
 import { DEFAULT_MAX_URI_BYTES, clientErrorProblem } from './http-hygiene.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
-import { Http2ConfigSchema, http2ServerOptions, superviseSessions } from './http2.ts';
+import { Http2ConfigSchema, http2ServerOptions, lingerBeforeEnd, superviseSessions } from './http2.ts';
 import { createHttp2Requests } from './http2-requests.ts';
 import { NOSNIFF, connectProblem, createRefusals, requestLineOf, type Refusal } from './raw-refusal.ts';
 import { TLS_OPTIONS, type CertificatePair } from './tls.ts';
@@ -196,6 +196,7 @@ export function createHttpsListener(config: ListenerConfig, deps: ListenerDeps):
   ) as EdgeServer;
   server.maxConnections = limits.maxConnections;
   server.on('session', supervisor.onSession);
+  server.on('secureConnection', lingerBeforeEnd);
   server.closeAllConnections = () => {
     HttpServer.prototype.closeAllConnections.call(server);
     for (const session of supervisor.sessions) session.destroy();
