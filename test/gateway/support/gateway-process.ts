@@ -16,6 +16,8 @@ export interface GatewayProcess {
   logs: Record<string, unknown>[];
   waitForLog(message: string, timeoutMs?: number): Promise<Record<string, unknown>>;
   exited: Promise<number | null>;
+  /** What the process wrote to stderr so far (a crash's stack, a fatal V8 error). */
+  stderr(): string;
   /** Kills the process if it still runs (test cleanup). */
   stop(): Promise<void>;
 }
@@ -107,6 +109,7 @@ export async function startGatewayProcess(
     logs,
     waitForLog,
     exited,
+    stderr: () => stderr,
     async stop() {
       if (child.exitCode === null && child.signalCode === null) {
         child.kill('SIGKILL');

@@ -17,8 +17,9 @@ export interface Answer {
 
 export interface FailoverOutcome {
   answers: Answer[];
-  /** Requests that got no HTTP answer at all. */
-  errors: unknown[];
+  /** Requests that got no HTTP answer at all: the first few, as strings, and how many in all. */
+  errors: string[];
+  errorCount: number;
   /** Ms from the kill to the sending of the last request of a valid credential refused 503 (0: none). */
   windowMs: number;
   /** Ms from the kill until each gateway's /readyz was 200 again. */
@@ -39,6 +40,10 @@ export const FAILOVER_TEST_TIMEOUT_MS = 60_000;
 const CONCURRENCY = 6;
 const WARM_UP_MS = 500;
 const AFTER_READY_MS = 1000;
+/** Errors kept for the report; the rest are counted only (a gone gateway fails every call). */
+const ERRORS_KEPT = 5;
+/** After a failed call: a refused connection fails at once, and must not become a hot loop. */
+const AFTER_ERROR_MS = 50;
 
 export async function loadThroughFailover(
   fixture: ScaleFixture,
@@ -47,7 +52,8 @@ export async function loadThroughFailover(
   kill: () => Promise<void>,
 ): Promise<FailoverOutcome> {
   const answers: Answer[] = [];
-  const errors: unknown[] = [];
+  const errors: string[] = [];
+  let errorCount = 0;
   let killedAt = Number.POSITIVE_INFINITY;
   let running = true;
   let sent = 0;
@@ -66,7 +72,11 @@ export async function loadThroughFailover(
         const { status } = await fixture.call(gateway.port, authorization);
         answers.push({ kind, status, at: sentAt - killedAt });
       } catch (error) {
-        errors.push(error);
+        if (errorCount++ < ERRORS_KEPT)
+          errors.push(
+            `${kind} sent ${sentAt - killedAt} ms after the kill (${new Date(sentAt).toISOString()}), failed after ${Date.now() - sentAt} ms: ${describe(error)}`,
+          );
+        await new Promise((r) => setTimeout(r, AFTER_ERROR_MS));
       }
     }
   };
@@ -74,17 +84,44 @@ export async function loadThroughFailover(
   await new Promise((r) => setTimeout(r, WARM_UP_MS));
   killedAt = Date.now();
   await kill();
-  const readyMs = await Promise.all(gateways.map((g) => fixture.untilReady(g.adminPort, 30_000)));
-  await new Promise((r) => setTimeout(r, AFTER_READY_MS));
-  running = false;
-  await load;
+  let readyMs: number[];
+  try {
+    readyMs = await Promise.all(gateways.map((g) => fixture.untilReady(g.adminPort, 30_000)));
+    await new Promise((r) => setTimeout(r, AFTER_READY_MS));
+  } catch (error) {
+    throw new Error(`${describe(error)}\n${whatTheGatewaysSaid(gateways)}`, { cause: error });
+  } finally {
+    running = false;
+    await load;
+  }
   const refusals = answers.filter((a) => a.kind === 'valid' && a.status === 503);
   return {
     answers,
     errors,
+    errorCount,
     windowMs: refusals.length === 0 ? 0 : Math.max(...refusals.map((a) => a.at)),
     readyMs: readyMs.map((ms) => ms),
   };
+}
+
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = error.cause instanceof Error ? ` (cause: ${error.cause.message})` : '';
+  // undici's socket errors name the connection (ports, bytes each way): old or new, which gateway.
+  const socket = 'socket' in error ? ` ${JSON.stringify(error.socket)}` : '';
+  return `${error.name}: ${error.message}${cause}${socket}`;
+}
+
+/** For a failed wait: whether each gateway still runs, its stderr and last log lines. */
+function whatTheGatewaysSaid(gateways: GatewayProcess[]): string {
+  return gateways
+    .map((g, i) => {
+      const { exitCode, signalCode } = g.child;
+      const state = exitCode === null && signalCode === null ? 'running' : `exited ${exitCode ?? signalCode}`;
+      const lines = g.logs.filter((line) => line['msg'] !== 'request').slice(-15);
+      return `gateway ${i} (${state}); stderr: ${g.stderr().slice(-4000)}\nlast logs: ${JSON.stringify(lines)}`;
+    })
+    .join('\n');
 }
 
 /** Statuses by kind, for assertions and messages: `{ valid: { 200: 12, 503: 3 }, ... }`. */
