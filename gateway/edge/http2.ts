@@ -222,7 +222,8 @@ export function superviseSessions(
 /** GOAWAY now; a client that keeps the connection open past a second is cut. */
 function closeSession(session: Http2Session): void {
   if (session.destroyed) return;
-  closeGracefully(session);
+  // Idle: every answer was read long ago, nothing to linger for (see lingerBeforeEnd).
+  session.close();
   setTimeout(() => session.destroy(), 1000).unref();
 }
 
@@ -232,8 +233,9 @@ const GRACEFUL = Symbol('portico.http2GracefulClose');
 const LINGER_MS = 1000;
 
 /**
- * GOAWAY (streams up to the last one nghttp2 read are answered, later ones the client sends
- * again elsewhere), the session ends once they are, and its socket lingers (lingerBeforeEnd).
+ * After the last request a connection may carry: GOAWAY (streams up to the last one nghttp2
+ * read are answered, later ones the client sends again elsewhere), the session ends once they
+ * are, and its socket lingers (lingerBeforeEnd).
  */
 function closeGracefully(session: Http2Session): void {
   if (session.closed || session.destroyed) return;
