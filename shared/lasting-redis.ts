@@ -18,19 +18,23 @@ export class LastingRedis extends Redis {
   /** Set by a close asked for: that end is final. */
   #closing = false;
   #attempt = 0;
-  readonly #reconnectDelay: (attempt: number) => number;
 
-  /** `url`: a redis:// or rediss:// URL, read by ioredis as it reads its own; none for Sentinel. */
-  constructor(url: string | undefined, options: RedisOptions, reconnectDelay: (attempt: number) => number) {
+  /**
+   * `url`: a redis:// or rediss:// URL, read by ioredis as it reads its own; none for Sentinel.
+   * The pause before a new connect is the options' `retryStrategy`, ioredis's own between
+   * reconnects; a strategy that gives up (no number) is obeyed here too.
+   */
+  constructor(url: string | undefined, options: RedisOptions) {
     // ioredis skips an undefined first argument; its typings only know the URL form.
     super(url as string, options);
-    this.#reconnectDelay = reconnectDelay;
     this.on('ready', () => (this.#attempt = 0));
     this.on('end', () => {
       if (this.#closing) return;
+      const delay = this.options.retryStrategy?.(++this.#attempt);
+      if (typeof delay !== 'number') return;
       const timer = setTimeout(() => {
         if (!this.#closing && this.status === 'end') this.connect().catch(() => {});
-      }, this.#reconnectDelay(++this.#attempt));
+      }, delay);
       // A pending reconnect must not keep a process alive that is otherwise done.
       timer.unref();
     });
@@ -48,6 +52,6 @@ export class LastingRedis extends Redis {
 
   /** A second connection like this one that lasts as well (`duplicate` makes a plain Redis). */
   duplicateLasting(): LastingRedis {
-    return new LastingRedis(undefined, { ...this.options, replyMapping: 'legacy' }, this.#reconnectDelay);
+    return new LastingRedis(undefined, { ...this.options, replyMapping: 'legacy' });
   }
 }

@@ -73,7 +73,7 @@ function nodeOptions(options: ConnectionOptions) {
 
 /** A single node at `options.url`. */
 export function createRedisClient(options: RedisOptions): LastingRedis {
-  return new LastingRedis(options.url, { ...nodeOptions(options), retryStrategy }, retryStrategy);
+  return new LastingRedis(options.url, { ...nodeOptions(options), retryStrategy });
 }
 
 /**
@@ -152,23 +152,19 @@ export function createRedisConnection(target: RedisTarget, options: ConnectionOp
     case 'single':
       return createRedisClient({ ...options, url: target.url });
     case 'sentinel':
-      return new LastingRedis(
-        undefined,
-        {
-          ...nodeOptions(options),
-          ...target.credentials,
-          sentinels: target.sentinels,
-          name: target.name,
-          ...(target.sentinelPassword === undefined ? {} : { sentinelPassword: target.sentinelPassword }),
-          retryStrategy,
-          sentinelRetryStrategy: retryStrategy,
-          sentinelCommandTimeout: 500,
-          // Subscribes to the sentinels' +switch-master: the client moves to a promoted replica
-          // when the sentinels decide, not at its next failed reconnect.
-          failoverDetector: true,
-        },
+      return new LastingRedis(undefined, {
+        ...nodeOptions(options),
+        ...target.credentials,
+        sentinels: target.sentinels,
+        name: target.name,
+        ...(target.sentinelPassword === undefined ? {} : { sentinelPassword: target.sentinelPassword }),
         retryStrategy,
-      );
+        sentinelRetryStrategy: retryStrategy,
+        sentinelCommandTimeout: 500,
+        // Subscribes to the sentinels' +switch-master: the client moves to a promoted replica
+        // when the sentinels decide, not at its next failed reconnect.
+        failoverDetector: true,
+      });
     case 'cluster':
       return createCluster(target.nodes, target.credentials ?? {}, options);
   }
