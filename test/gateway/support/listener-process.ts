@@ -1,28 +1,26 @@
 /**
  * The edge listener alone, in a process of its own (`node listener-process.ts`): the HTTPS
- * and HTTP/2 server of gateway/edge/listener.ts with its limits from LISTENER_CONFIG (JSON,
- * defaults filled as the gateway fills them) and the certificate named by CERT_FILE and
- * KEY_FILE. Every request is answered `{"httpVersion":...}` after 0 to 2 ms. Prints its port.
+ * and HTTP/2 server of gateway/edge/listener.ts with the `listener` section LISTENER_CONFIG
+ * (JSON) gives, read by the gateway's own config parser, and the certificate named by
+ * CERT_FILE and KEY_FILE. Every request is answered `{"httpVersion":...}` after 0 to 2 ms. Prints its port.
  *
  * A connection's timing through another process is what a client sees in production; in the
  * test's own process, client and server share one event loop and some races never happen.
  */
-import { Ajv } from 'ajv';
 import { pino } from 'pino';
-import {
-  createHttpsListener,
-  ListenerConfigSchema,
-  type ListenerConfig,
-} from '../../../gateway/edge/listener.ts';
+import { parseConfig } from '../../../gateway/config/load.ts';
+import { createHttpsListener } from '../../../gateway/edge/listener.ts';
 import { loadCertificate } from '../../../gateway/edge/tls.ts';
 import { createMetrics } from '../../../gateway/observability/metrics.ts';
 
-const config = JSON.parse(process.env['LISTENER_CONFIG'] ?? '{}') as ListenerConfig;
-const validate = new Ajv({ allErrors: true, useDefaults: true, strict: false }).compile(ListenerConfigSchema);
-if (!validate(config)) throw new Error(`LISTENER_CONFIG: ${JSON.stringify(validate.errors)}`);
+const certFile = process.env['CERT_FILE']!;
+const keyFile = process.env['KEY_FILE']!;
+const listener = JSON.parse(process.env['LISTENER_CONFIG'] ?? '{}') as Record<string, unknown>;
+const config = parseConfig({ listener: { ...listener, tls: { certFile, keyFile } } }, { env: {} }).config
+  .listener;
 
 const server = createHttpsListener(config, {
-  certificate: loadCertificate(process.env['CERT_FILE']!, process.env['KEY_FILE']!),
+  certificate: loadCertificate(certFile, keyFile),
   log: pino({ level: 'warn' }),
   metrics: createMetrics({ processMetrics: false }),
   onRequest: (req, res) => {
