@@ -49,6 +49,8 @@ export interface Running {
   ladder: GatewayProcess[];
   /** The shipped gateway on the static upstream with GATEWAY_WORKERS 1 and 2. */
   workers: GatewayProcess[];
+  /** The main gateway as another checkout built it (BENCH_BASELINE), for a before/after in one run. */
+  baseline?: GatewayProcess;
 }
 
 async function writeCertificate(dir: string): Promise<{ cert: string; certFile: string; keyFile: string }> {
@@ -99,9 +101,9 @@ function gatewayNodeArgs(): string[] {
  * The gateway as it ships: the built output, with the node flags of the `gateway` npm script
  * (`node [flags] dist/gateway/main.js`), so the bench measures the command production runs.
  */
-export function shippedGatewayCommand(): string[] {
+export function shippedGatewayCommand(root = ROOT): string[] {
   const { flags, entry } = shippedGateway();
-  return [...flags, join(ROOT, entry)];
+  return [...flags, join(root, entry)];
 }
 
 /** The node flags and entry point of the `gateway` npm script. */
@@ -143,14 +145,19 @@ async function startMainGateway(
   dir: string,
   settings: Settings,
   serviceUrl: string,
-  // The replicas row's gateway: its own config, files and Redis keys.
-  variant = { name: 'gateway', config: gatewayConfig(serviceUrl), redisPrefix: stores.redisPrefix },
+  // The replicas and baseline rows' gateways: their own config, files and Redis keys, and for
+  // the baseline the checkout whose build runs.
+  variant: { name: string; config: object; redisPrefix: string; root?: string } = {
+    name: 'gateway',
+    config: gatewayConfig(serviceUrl),
+    redisPrefix: stores.redisPrefix,
+  },
 ): Promise<GatewayProcess> {
   const { name } = variant;
   const [port, adminPort] = [await freePort(), await freePort()];
   const auditLog = join(dir, name === 'gateway' ? 'audit.log' : `${name}-audit.log`);
   writeFileSync(join(dir, `${name}.json`), JSON.stringify(variant.config));
-  const gateway = startNode([...gatewayNodeArgs(), ...shippedGatewayCommand()], {
+  const gateway = startNode([...gatewayNodeArgs(), ...shippedGatewayCommand(variant.root)], {
     cpu: placement.measured,
     logFile: join(dir, `${name}.stderr`),
     env: childEnv(settings.logLevel, {
@@ -316,6 +323,16 @@ export async function startProcesses(
     redisPrefix: `${stores.redisPrefix}replicas:`,
   });
   const peer = await startPeer('peer', serviceUrl, placement, dir, files);
+  const baselineRoot = process.env['BENCH_BASELINE'];
+  const baseline =
+    baselineRoot === undefined || baselineRoot === ''
+      ? undefined
+      : await startMainGateway(stores, placement, dir, settings, serviceUrl, {
+          name: 'baseline',
+          config: gatewayConfig(serviceUrl),
+          redisPrefix: `${stores.redisPrefix}baseline:`,
+          root: baselineRoot,
+        });
 
   const staticUrl = await startStaticUpstream('static-upstream', placement, dir, []);
   // The same upstream over mutual TLS, certificates from the bench dir's development CA.
@@ -347,6 +364,7 @@ export async function startProcesses(
     staticPeer,
     ladder,
     workers,
+    ...(baseline === undefined ? {} : { baseline }),
   };
 }
 
@@ -373,6 +391,7 @@ export function childLogNames(): string[] {
   return [
     'service',
     'gateway',
+    'baseline',
     'peer',
     'static-upstream',
     'static-upstream-tls',

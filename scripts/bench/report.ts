@@ -157,6 +157,11 @@ function printTargets(results: RowResult[]): void {
       `  gateway peak RSS through the bench: ${fixed(peak, 1)} MiB (target < 200: ${peak < 200 ? 'met' : 'NOT met'})`,
     );
   }
+  const baseline = find('baseline build');
+  if (miss !== undefined && baseline !== undefined && peer !== undefined)
+    console.log(
+      `  baseline build: full pipeline CPU/req ÷ http-proxy CPU/req: ${spread(roundRatio(baseline, peer, perRequest), 2)}; this build ÷ baseline: ${spread(roundRatio(miss, baseline, perRequest), 2)}`,
+    );
   const ladderPeer = find('ladder 0');
   // The last rung on the plain hop the peer also uses (the mutual-TLS rung comes after it).
   const full = find('ladder 8');

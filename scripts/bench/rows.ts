@@ -103,6 +103,20 @@ export async function defineRows(running: Running, tls: Agent): Promise<Row[]> {
       expectedStatus: 200,
       note: 'full pipeline; request no-store: looked up, never stored',
     },
+    ...(running.baseline === undefined
+      ? []
+      : [
+          {
+            name: 'baseline build, cache miss',
+            group: 'main' as const,
+            measured: { process: running.baseline.process, role: 'gateway' as const },
+            gateway: running.baseline,
+            url: `${running.baseline.url}/v1/orders/${missOrder}`,
+            headers: () => ({ ...bearer, 'cache-control': 'no-store' }),
+            expectedStatus: 200,
+            note: 'the cache-miss row through the build of another checkout (BENCH_BASELINE)',
+          },
+        ]),
     {
       name: 'gateway, 2 replicas (miss)',
       group: 'main',
