@@ -1,6 +1,7 @@
 /**
  * Forwards one request to a target of its route over a pooled keep-alive connection and
- * returns the upstream's answer, both bodies streamed, never buffered. Used by the proxy
+ * returns the upstream's answer (upstream-call.ts): the request body streamed, the answer's
+ * body whole when it came with the head, streamed otherwise. Used by the proxy
  * stage, and by the cache stage for a revalidation in the background (a side call: the
  * client's answer has gone already).
  *
@@ -10,8 +11,6 @@
  * before the first body byte (or the end). A route with no target to take the request answers
  * 503 at once (circuit-breaker.ts).
  */
-import type { IncomingHttpHeaders } from 'node:http';
-import type { Readable } from 'node:stream';
 import { HttpProblem } from '../../shared/errors.ts';
 import { IDENTITY_HEADER, signAssertion, type AssertionKey } from '../../shared/identity-assertion.ts';
 import { hasRequestBody, readLimitedBody, tooLarge } from '../edge/request-body.ts';
@@ -29,6 +28,7 @@ import { forwardedHeaders, relayedHeaders } from './forwarded-headers.ts';
 import { relayInterim } from './interim.ts';
 import { createRetryPolicy } from './retry-policy.ts';
 import type { RouteUpstreams } from './route-upstreams.ts';
+import { callUpstream, type UpstreamAnswer } from './upstream-call.ts';
 import { errorKind, upstreamProblem, UpstreamFailure } from './upstream-errors.ts';
 import type { UpstreamSet } from './upstream-set.ts';
 
@@ -84,7 +84,7 @@ export function createForward(config: ProxyConfig, deps: ForwardDeps): Forward {
       set.active++;
       if (attempt > 0) set.retriesActive++;
       try {
-        const upstream = await target.pool.request({
+        const answer = await callUpstream(target.pool, {
           path: ctx.target,
           method,
           headers,
@@ -94,23 +94,22 @@ export function createForward(config: ProxyConfig, deps: ForwardDeps): Forward {
         });
         // From here on the body may fail at any moment, also while no stage reads it: without
         // a listener its 'error' would be an uncaught exception that ends the process.
-        upstream.body.on('error', ignore);
-        const status = upstream.statusCode;
+        answer.stream?.on('error', ignore);
+        const status = answer.statusCode;
         if (status < 200 || status > 599) {
-          upstream.body.destroy();
+          answer.stream?.destroy();
           throw new UpstreamFailure('malformed', new Error(`status ${status}`));
         }
         if (status < 500) member.consecutiveFailures = 0;
         else {
-          const next = policy.afterServerError(ctx, set, member, status, upstream.headers, attempt < retries);
+          const next = policy.afterServerError(ctx, set, member, status, answer.headers, attempt < retries);
           if (next !== undefined) {
-            upstream.body.resume();
+            answer.stream?.resume();
             member = next;
             continue;
           }
         }
-        if (method !== 'HEAD') await firstBytes(upstream.body);
-        return responseOf(method, status, upstream);
+        return responseOf(status, answer);
       } catch (caught) {
         if (caught instanceof HttpProblem) throw caught;
         const failure = body?.failure();
@@ -161,69 +160,15 @@ function upstreamHeaders(
   return headers;
 }
 
-/** The upstream's answer as the pipeline relays it, once its first body bytes are in. */
-function responseOf(
-  method: string,
-  status: number,
-  upstream: { headers: IncomingHttpHeaders; body: Readable },
-): GatewayResponse {
-  const relayed = relayedHeaders(upstream.headers);
-  if (method === 'HEAD') {
-    // A HEAD response has no body to relay; draining the empty stream frees the connection.
-    upstream.body.resume();
-    return { status, headers: relayed, body: null };
-  }
-  const whole = takeWholeBody(upstream.body, upstream.headers['content-length']);
-  return whole === undefined
-    ? { status, headers: relayed, body: upstream.body }
-    : bufferedResponse(status, relayed, whole);
+/** The upstream's answer as the pipeline relays it (its first body bytes are in). */
+function responseOf(status: number, answer: UpstreamAnswer): GatewayResponse {
+  const relayed = relayedHeaders(answer.headers);
+  if (answer.whole !== undefined) return bufferedResponse(status, relayed, answer.whole);
+  // A HEAD answer has no body to relay.
+  return { status, headers: relayed, body: answer.stream };
 }
 
 function ignore(): void {}
-
-/**
- * The whole body, when it has all arrived with the head (most JSON answers do): it then goes to
- * the client in one write with the response head, with no pipe to set up, and the cache can
- * store it without a tee. `undefined` while bytes are still to come, or without a length.
- */
-function takeWholeBody(body: Readable, contentLength: string | string[] | undefined): Buffer | undefined {
-  if (typeof contentLength !== 'string') return undefined;
-  const length = Number(contentLength);
-  if (!(length > 0) || body.readableLength !== length) return undefined;
-  const whole = body.read(length) as Buffer | null;
-  if (whole === null) return undefined;
-  // Take the end too: undici hands the connection back to the pool once the body is consumed.
-  body.resume();
-  return whole;
-}
-
-/**
- * Waits until the body has a first chunk buffered, or ended, without taking anything out of
- * it; rejects with the body's error when it fails first.
- */
-function firstBytes(body: Readable): Promise<void> {
-  if (body.readableLength > 0 || body.readableEnded) return Promise.resolve();
-  if (body.errored !== null) return Promise.reject(body.errored);
-  return new Promise((resolve, reject) => {
-    const settle = (error?: Error) => {
-      body.off('readable', onReadable);
-      body.off('end', onEnd);
-      body.off('error', settle);
-      body.off('close', onClose);
-      if (error === undefined) resolve();
-      else reject(error);
-    };
-    // 'readable' fires for data and for the end alike; `read(0)` fills the buffer without
-    // consuming, so the stream still yields every byte to whoever reads it next.
-    const onReadable = () => settle();
-    const onEnd = () => settle();
-    const onClose = () => settle(body.errored ?? new Error('upstream body closed before its first byte'));
-    body.on('readable', onReadable);
-    body.once('end', onEnd);
-    body.once('error', settle);
-    body.once('close', onClose);
-  });
-}
 
 /** Error facts for logs: no headers, bodies or URLs with credentials. */
 function describe(error: unknown): { name?: string; code?: string; message?: string } {
