@@ -15,6 +15,11 @@ export function rateLimitHeaders(outcomes: readonly PolicyOutcome[]): Record<str
 
 /** The values of `RateLimit-Policy` (`policy`) and `RateLimit` (`state`). */
 export function rateLimitFields(outcomes: readonly PolicyOutcome[]): { policy: string; state: string } {
+  // One policy is the common case: its fields without the arrays of the general one.
+  if (outcomes.length === 1) {
+    const o = outcomes[0]!;
+    return { policy: o.policyField, state: `"${o.name}";r=${o.remaining};t=${o.resetSeconds}` };
+  }
   return {
     policy: outcomes.map((o) => o.policyField).join(', '),
     state: outcomes.map((o) => `"${o.name}";r=${o.remaining};t=${o.resetSeconds}`).join(', '),

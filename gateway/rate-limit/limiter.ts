@@ -18,7 +18,7 @@ export interface RateLimitSubject {
   method: string;
   path: string;
   clientIp: string;
-  principal?: Principal;
+  principal?: Principal | undefined;
 }
 
 /** Where one policy stands for this request, for the RateLimit headers. */
@@ -209,16 +209,18 @@ export function createRateLimiter(
     };
   }
 
-  function decide(results: [CompiledPolicy, Counted][]): RateLimitDecision {
+  /** `counted[i]` is what `policies[i]` counted. */
+  function decide(policies: readonly CompiledPolicy[], counted: readonly Counted[]): RateLimitDecision {
     const outcomes: PolicyOutcome[] = [];
     let store: StoreState = 'none';
-    for (const [policy, counted] of results) {
-      if ('failed' in counted) {
+    for (let i = 0; i < policies.length; i++) {
+      const result = counted[i]!;
+      if ('failed' in result) {
         if (config.onStoreFailure === 'deny') return { kind: 'unavailable', store: 'none' };
         continue; // allow: this policy says nothing about this request
       }
-      store = counted.store;
-      outcomes.push(outcome(policy, counted));
+      store = result.store;
+      outcomes.push(outcome(policies[i]!, result));
     }
     const exceeded = outcomes.filter((o) => o.exceeded);
     if (exceeded.length === 0) return { kind: 'allowed', outcomes, store };
@@ -233,18 +235,18 @@ export function createRateLimiter(
 
   return {
     async check(subject) {
-      const applicable: [CompiledPolicy, string][] = [];
+      const policies: CompiledPolicy[] = [];
+      const counting: Promise<Counted>[] = [];
       for (const policy of compiled.policies) {
         if (!matches(policy.config, subject)) continue;
         const key = subjectKey(policy.config, subject);
-        if (key !== undefined) applicable.push([policy, key]);
+        if (key === undefined) continue;
+        policies.push(policy);
+        counting.push(count(policy, key));
       }
-      const results = await Promise.all(
-        applicable.map(
-          async ([policy, key]) => [policy, await count(policy, key)] as [CompiledPolicy, Counted],
-        ),
-      );
-      const decision = decide(results);
+      // One policy is the common case: its count is awaited without a Promise.all around it.
+      const counted = counting.length === 1 ? [await counting[0]!] : await Promise.all(counting);
+      const decision = decide(policies, counted);
       if (decision.kind === 'limited')
         limitedCallers.record(callerOf(subject), subject.principal?.customerId);
       return decision;

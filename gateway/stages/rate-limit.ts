@@ -6,16 +6,18 @@
  */
 import type { Stage } from '../pipeline/context.ts';
 import { rateLimitFields, rateLimitProblem, storeUnavailableProblem } from '../rate-limit/headers.ts';
-import type { RateLimitDecision, RateLimiter } from '../rate-limit/limiter.ts';
+import type { RateLimitDecision, RateLimiter, StoreState } from '../rate-limit/limiter.ts';
 
 export interface RateLimitStageDeps {
   limiter: RateLimiter;
 }
 
 /** The decision as the audit record states it: `allowed:redis`, `limited:memory`, `unavailable`. */
-function auditFact(decision: RateLimitDecision): string {
-  return decision.kind === 'unavailable' ? 'unavailable' : `${decision.kind}:${decision.store}`;
-}
+const AUDIT_FACTS: Record<RateLimitDecision['kind'], Record<StoreState, string>> = {
+  allowed: { redis: 'allowed:redis', memory: 'allowed:memory', none: 'allowed:none' },
+  limited: { redis: 'limited:redis', memory: 'limited:memory', none: 'limited:none' },
+  unavailable: { redis: 'unavailable', memory: 'unavailable', none: 'unavailable' },
+};
 
 export function createRateLimitStage(deps: RateLimitStageDeps): Stage {
   return async function rateLimit(ctx, next) {
@@ -23,9 +25,9 @@ export function createRateLimitStage(deps: RateLimitStageDeps): Stage {
       method: ctx.req.method ?? 'GET',
       path: ctx.path,
       clientIp: ctx.clientIp,
-      ...(ctx.principal === undefined ? {} : { principal: ctx.principal }),
+      principal: ctx.principal,
     });
-    ctx.facts.rateLimit = auditFact(decision);
+    ctx.facts.rateLimit = AUDIT_FACTS[decision.kind][decision.store];
     if (decision.kind === 'unavailable') throw storeUnavailableProblem();
     if (decision.kind === 'limited') throw rateLimitProblem(decision);
     await next();
