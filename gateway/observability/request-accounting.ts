@@ -12,7 +12,13 @@ import type { GatewayMetrics } from './metrics.ts';
 
 export interface RequestAccounting {
   /** Called once per request, when its response closed (finished or cut). */
-  finished(ctx: GatewayContext, res: ServerResponse, timing: { startedNs: bigint; startedAt: number }): void;
+  finished(ctx: GatewayContext, res: ServerResponse, timing: RequestTiming): void;
+}
+
+/** When a request began: `startedMs` on the monotonic clock (performance.now), `startedAt` epoch ms. */
+export interface RequestTiming {
+  startedMs: number;
+  startedAt: number;
 }
 
 export function createRequestAccounting(deps: {
@@ -23,8 +29,8 @@ export function createRequestAccounting(deps: {
 }): RequestAccounting {
   const writeLine = requestLineWriter(deps.log);
   return {
-    finished(ctx, res, { startedNs, startedAt }) {
-      const seconds = Number(process.hrtime.bigint() - startedNs) / 1e9;
+    finished(ctx, res, { startedMs, startedAt }) {
+      const seconds = (performance.now() - startedMs) / 1000;
       const method = ctx.req.method ?? 'OTHER';
       const route = ctx.route?.prefix ?? 'none';
       // 499 (nginx's convention): the client left before any answer, which is not a 200.
@@ -51,26 +57,23 @@ function auditEntry(
   outcome: { time: number; method: string; status: number; latencyMs: number },
 ): AuditEntry {
   const { principal, facts } = ctx;
+  // Fields left undefined are left out of the record (audit-record.ts writes it as JSON).
   return {
     time: outcome.time,
     requestId: ctx.requestId,
-    ...(facts.traceId === undefined ? {} : { traceId: facts.traceId }),
-    ...(principal === undefined
-      ? {}
-      : {
-          subject: principal.subject,
-          customerId: principal.customerId,
-          ...(principal.keyId === undefined ? {} : { keyId: principal.keyId }),
-        }),
+    traceId: facts.traceId,
+    subject: principal?.subject,
+    customerId: principal?.customerId,
+    keyId: principal?.keyId,
     clientAddress: ctx.clientIp,
     method: outcome.method,
     route: ctx.path,
     status: outcome.status,
     latencyMs: outcome.latencyMs,
     authOutcome: facts.auth?.outcome ?? 'none',
-    ...(facts.auth?.reason === undefined ? {} : { authReason: facts.auth.reason }),
-    ...(facts.rateLimit === undefined ? {} : { rateLimit: facts.rateLimit }),
-    ...(facts.cache === undefined ? {} : { cache: facts.cache }),
-    ...(facts.retries === undefined ? {} : { retries: facts.retries }),
+    authReason: facts.auth?.reason,
+    rateLimit: facts.rateLimit,
+    cache: facts.cache,
+    retries: facts.retries,
   };
 }

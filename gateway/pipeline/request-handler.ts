@@ -56,7 +56,7 @@ export function createRequestHandler(deps: RequestHandlerDeps): RequestHandler {
   }
 
   return function onRequest(req, res) {
-    const timing = { startedNs: process.hrtime.bigint(), startedAt: Date.now() };
+    const timing = { startedMs: performance.now(), startedAt: Date.now() };
     const signal = new ClientSignal();
     const ctx = createContext(req, res, log, signal, clientIpOf(req));
     res.once('close', () => {
