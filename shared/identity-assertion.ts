@@ -51,7 +51,33 @@ const MAX_LIFETIME = 120;
 /** A header larger than this is not ours; refuse before any work. */
 const MAX_ASSERTION_LENGTH = 8192;
 
-/** Signs an assertion of `principal` for one request. Used by the gateway. */
+/**
+ * The JSON of a principal's claims, open at the end: `{"sub":…,"cid":…,"scp":[…],"amr":…[,"akid":…]`.
+ * Made once per principal object (the gateway reuses one per verified credential), so that a
+ * request adds only its own claims to it.
+ */
+const principalClaims = new WeakMap<Principal, string>();
+
+function principalJson(principal: Principal): string {
+  let json = principalClaims.get(principal);
+  if (json === undefined) {
+    const claims: Pick<AssertionClaims, 'sub' | 'cid' | 'scp' | 'amr' | 'akid'> = {
+      sub: principal.subject,
+      cid: principal.customerId,
+      scp: [...principal.scopes],
+      amr: principal.authMethod,
+      ...(principal.keyId === undefined ? {} : { akid: principal.keyId }),
+    };
+    json = JSON.stringify(claims).slice(0, -1);
+    principalClaims.set(principal, json);
+  }
+  return json;
+}
+
+/**
+ * Signs an assertion of `principal` for one request. Used by the gateway. The claims are the
+ * JSON of an AssertionClaims, in its order.
+ */
 export function signAssertion(
   key: AssertionKey,
   principal: Principal,
@@ -59,19 +85,11 @@ export function signAssertion(
   options: AssertionOptions = {},
 ): string {
   const iat = Math.floor((options.now?.() ?? Date.now()) / 1000);
-  const claims: AssertionClaims = {
-    sub: principal.subject,
-    cid: principal.customerId,
-    scp: [...principal.scopes],
-    amr: principal.authMethod,
-    ...(principal.keyId === undefined ? {} : { akid: principal.keyId }),
-    htm: request.method,
-    htu: request.target,
-    rid: request.requestId,
-    iat,
-    exp: iat + (options.lifetimeSeconds ?? DEFAULT_LIFETIME),
-  };
-  const signingInput = `${VERSION}.${key.kid}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`;
+  const exp = iat + (options.lifetimeSeconds ?? DEFAULT_LIFETIME);
+  const claims =
+    `${principalJson(principal)},"htm":${JSON.stringify(request.method)},"htu":${JSON.stringify(request.target)}` +
+    `,"rid":${JSON.stringify(request.requestId)},"iat":${iat},"exp":${exp}}`;
+  const signingInput = `${VERSION}.${key.kid}.${Buffer.from(claims).toString('base64url')}`;
   return `${signingInput}.${hmacSha256(key, signingInput).toString('base64url')}`;
 }
 

@@ -3,16 +3,17 @@
 export const SCOPES = ['orders:read', 'orders:write', 'payments:write', 'invoices:read', 'admin'] as const;
 export type Scope = (typeof SCOPES)[number];
 
+/** Never changed once made: the gateway reuses one per verified credential (identity-assertion.ts). */
 export interface Principal {
   /** The token's `sub`, or the API key's id for keys. */
-  subject: string;
+  readonly subject: string;
   /** The customer whose data this caller owns; every query of the service is scoped by it. */
-  customerId: string;
+  readonly customerId: string;
   /** Granted scopes, as sent (unknown scopes are kept but grant nothing). */
-  scopes: readonly string[];
-  authMethod: 'jwt' | 'apikey';
+  readonly scopes: readonly string[];
+  readonly authMethod: 'jwt' | 'apikey';
   /** Id of the API key used, when authMethod is `apikey`. */
-  keyId?: string;
+  readonly keyId?: string;
 }
 
 /** `admin` implies every other scope: operators get one scope to grant, not five. */

@@ -169,6 +169,42 @@ describe('identity assertion at the service', () => {
       });
   });
 
+  it('signs exactly the claims of the principal and of this request, as JSON in their order', () => {
+    const signing: AssertionKey = { kid: 'k', secret: randomBytes(32) };
+    const keyHolder = {
+      subject: 'key_1',
+      customerId: 'cus_identity_2',
+      scopes: ['orders:read', 'orders:write'],
+      authMethod: 'apikey' as const,
+      keyId: 'key_1',
+    };
+    const now = 1_700_000_000_500;
+    // Twice with each principal: the second assertion reuses what the first made of it.
+    for (const who of [principal, keyHolder, principal, keyHolder])
+      for (const request of [
+        { method: 'GET', target: '/v1/orders?q="x"\\\u2028', requestId: 'r-1' },
+        { method: 'DELETE', target: '/v1/orders/o1', requestId: 'r-2' },
+      ]) {
+        const assertion = signAssertion(signing, who, request, { now: () => now, lifetimeSeconds: 60 });
+        const payload = Buffer.from(assertion.split('.')[2]!, 'base64url').toString();
+        expect(payload).toBe(
+          JSON.stringify({
+            sub: who.subject,
+            cid: who.customerId,
+            scp: who.scopes,
+            amr: who.authMethod,
+            ...('keyId' in who ? { akid: who.keyId } : {}),
+            htm: request.method,
+            htu: request.target,
+            rid: request.requestId,
+            iat: 1_700_000_000,
+            exp: 1_700_000_060,
+          }),
+        );
+        expect(verifyAssertion([signing], assertion, request, { now: () => now }).ok).toBe(true);
+      }
+  });
+
   it('verifies with every key of the ring, so keys rotate without downtime', () => {
     const old: AssertionKey = { kid: 'old', secret: randomBytes(32) };
     const fresh: AssertionKey = { kid: 'new', secret: randomBytes(32) };
