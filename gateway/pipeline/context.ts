@@ -102,7 +102,63 @@ export interface GatewayContext {
   readonly signal: ClientSignal;
 }
 
-/** A fresh context for a request that just arrived. */
+/**
+ * A fresh context for a request that just arrived. A class whose constructor sets every field,
+ * the ones stages fill in later too, so that every context has one shape from the start: the
+ * stages' reads of it stay monomorphic instead of seeing a shape per set of fields added.
+ */
+class RequestContext implements GatewayContext {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly path: string;
+  readonly target: string;
+  requestId = '';
+  route: RouteDefinition | undefined = undefined;
+  readonly upstreamHeaders: UpstreamHeaders;
+  principal: Principal | undefined = undefined;
+  response: GatewayResponse | undefined = undefined;
+  readonly facts: RequestFacts = {
+    auth: undefined,
+    rateLimit: undefined,
+    cache: undefined,
+    retries: undefined,
+    traceId: undefined,
+  };
+  readonly clientIp: string;
+  readonly signal: ClientSignal;
+  readonly #log: Logger;
+  #bound: Logger | undefined = undefined;
+
+  constructor(
+    req: IncomingMessage,
+    res: ServerResponse,
+    log: Logger,
+    signal: ClientSignal,
+    clientIp: string,
+  ) {
+    this.req = req;
+    this.res = res;
+    const target = req.url ?? '/';
+    const query = target.indexOf('?');
+    this.target = target;
+    this.path = query === -1 ? target : target.slice(0, query);
+    this.upstreamHeaders = new UpstreamHeaders(req.rawHeaders);
+    this.clientIp = clientIp;
+    this.signal = signal;
+    this.#log = log;
+  }
+
+  /**
+   * Made on first use only: a child logger costs more than most stages, and most requests log
+   * nothing but their request line (request-accounting.ts, which binds the id itself).
+   */
+  get log(): Logger {
+    if (this.requestId === '') return this.#log;
+    this.#bound ??= this.#log.child({ requestId: this.requestId });
+    return this.#bound;
+  }
+}
+
 export function createContext(
   req: IncomingMessage,
   res: ServerResponse,
@@ -110,27 +166,7 @@ export function createContext(
   signal: ClientSignal,
   clientIp: string,
 ): GatewayContext {
-  const target = req.url ?? '/';
-  const query = target.indexOf('?');
-  // Made on first use only: a child logger costs more than most stages, and most requests
-  // log nothing but their request line (request-accounting.ts, which binds the id itself).
-  let bound: Logger | undefined;
-  return {
-    req,
-    res,
-    target,
-    path: query === -1 ? target : target.slice(0, query),
-    requestId: '',
-    get log(): Logger {
-      if (this.requestId === '') return log;
-      bound ??= log.child({ requestId: this.requestId });
-      return bound;
-    },
-    signal,
-    facts: {},
-    clientIp,
-    upstreamHeaders: new UpstreamHeaders(req.rawHeaders),
-  };
+  return new RequestContext(req, res, log, signal, clientIp);
 }
 
 export type Next = () => Promise<void>;
