@@ -12,14 +12,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { Readable } from 'node:stream';
 import { errors, type Dispatcher } from 'undici';
+import type { ClientSignal } from '../pipeline/client-signal.ts';
 import type { InterimResponse } from './interim.ts';
-
-/** The client's side of the call: `gone` once it left, and an `abort` event then. */
-export interface CallerSignal {
-  readonly gone: boolean;
-  once(event: 'abort', listener: () => void): unknown;
-  off(event: 'abort', listener: () => void): unknown;
-}
 
 export interface UpstreamCallOptions {
   path: string;
@@ -27,7 +21,8 @@ export interface UpstreamCallOptions {
   /** Name, value, name, value. */
   headers: string[];
   body: Readable | null;
-  signal: CallerSignal;
+  /** The client's: once it is gone, the request is aborted or its body cut. */
+  signal: ClientSignal;
   /** Each interim (1xx) answer before the final one. */
   onInfo: (info: InterimResponse) => void;
 }
@@ -85,7 +80,6 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
   private chunks: Buffer[] = [];
   private received = 0;
   private stream: UpstreamBody | null = null;
-  private settled = false;
   private readonly onAbort = () => this.abort();
   private readonly options: UpstreamCallOptions;
   private readonly resolve: (answer: UpstreamAnswer) => void;
@@ -146,16 +140,14 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
     if (!head)
       whole =
         this.chunks.length === 1 ? this.chunks[0] : this.received === 0 ? EMPTY : Buffer.concat(this.chunks);
-    this.settle({ statusCode: this.statusCode, headers: this.headers, whole, stream: null });
+    this.resolve({ statusCode: this.statusCode, headers: this.headers, whole, stream: null });
   }
 
   onResponseError(_controller: Dispatcher.DispatchController | null, error: Error): void {
     this.options.signal.off('abort', this.onAbort);
+    // Before the answer is out, the call fails; after, its body does.
     if (this.stream !== null) this.stream.destroy(error);
-    else if (!this.settled) {
-      this.settled = true;
-      this.reject(error);
-    }
+    else this.reject(error);
   }
 
   /** The body goes on arriving: from here on it is a stream, and the answer is out. */
@@ -166,12 +158,7 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
     for (const chunk of this.chunks) more = stream.push(chunk);
     this.chunks = [];
     if (!more) controller.pause();
-    this.settle({ statusCode: this.statusCode, headers: this.headers, whole: undefined, stream });
-  }
-
-  private settle(answer: UpstreamAnswer): void {
-    this.settled = true;
-    this.resolve(answer);
+    this.resolve({ statusCode: this.statusCode, headers: this.headers, whole: undefined, stream });
   }
 
   /** The client left: the request is aborted, or the body being relayed cut. */
