@@ -16,14 +16,16 @@ export function rateLimitHeaders(outcomes: readonly PolicyOutcome[]): Record<str
 /** The values of `RateLimit-Policy` (`policy`) and `RateLimit` (`state`). */
 export function rateLimitFields(outcomes: readonly PolicyOutcome[]): { policy: string; state: string } {
   // One policy is the common case: its fields without the arrays of the general one.
-  if (outcomes.length === 1) {
-    const o = outcomes[0]!;
-    return { policy: o.policyField, state: `"${o.name}";r=${o.remaining};t=${o.resetSeconds}` };
-  }
+  if (outcomes.length === 1) return { policy: outcomes[0]!.policyField, state: stateMember(outcomes[0]!) };
   return {
     policy: outcomes.map((o) => o.policyField).join(', '),
-    state: outcomes.map((o) => `"${o.name}";r=${o.remaining};t=${o.resetSeconds}`).join(', '),
+    state: outcomes.map(stateMember).join(', '),
   };
+}
+
+/** A policy's member of `RateLimit`: `"name";r=REMAINING;t=RESET`. */
+function stateMember(o: PolicyOutcome): string {
+  return `"${o.name}";r=${o.remaining};t=${o.resetSeconds}`;
 }
 
 export function rateLimitProblem(decision: Extract<RateLimitDecision, { kind: 'limited' }>): HttpProblem {
