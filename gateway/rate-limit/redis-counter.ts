@@ -97,13 +97,15 @@ export function createRedisCounter(redis: RedisClient): RedisCounter {
   // A cluster client retries a command whose master died (until the slots are re-read), past
   // the per-node command timeout: the batch gets that timeout as its own deadline.
   const deadlineMs = isCluster(redis) ? redis.options.redisOptions?.commandTimeout : undefined;
-  // ioredis picks a cluster's auto-pipeline by a script's first argument, here the key count,
-  // not its first key (ioredis issue #2109): calls for two slots could share a pipeline and
-  // fail. Each call is one slot's whole batch of the turn already; it goes out on its own.
-  if (isCluster(redis)) {
-    const ignored = (redis.options.autoPipeliningIgnoredCommands ??= []);
-    if (!ignored.includes(COMMAND)) ignored.push(COMMAND);
-  }
+  // Each call is a whole turn's batch already, so it goes out on its own rather than through
+  // ioredis's auto-pipeline. That pipeline would add a Pipeline object, a nextTick and a
+  // callback adapter per call, and it holds new calls back while one is in flight. Bypassing it
+  // cut ~6% of the gateway's CPU per proxied request (bench, A/B in one run). In a cluster it
+  // is needed besides: ioredis picks a cluster's auto-pipeline by a script's first argument,
+  // here the key count, not its first key (ioredis issue #2109), so calls for two slots could
+  // share a pipeline and fail.
+  const ignored = (redis.options.autoPipeliningIgnoredCommands ??= []);
+  if (!ignored.includes(COMMAND)) ignored.push(COMMAND);
   let pending: Pending[] = [];
 
   function flush(): void {
