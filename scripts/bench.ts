@@ -14,8 +14,8 @@
  * BENCH_CONNECTIONS (32), BENCH_ROWS (comma-separated parts of row names: only those rows),
  * LOG_LEVEL (info: the gateway and the service log as in production),
  * BENCH_GATEWAY_NODE_ARGS (extra node flags for the gateways, e.g. `--cpu-prof`), BENCH_BASELINE
- * (the root of another checkout, built: its gateway gets a cache-miss row of its own, interleaved
- * with this one's, so a change is measured before and after in one run).
+ * (the root of another checkout, built: its gateway gets a cache-miss and a cache-hit row of its
+ * own, interleaved with this one's, so a change is measured before and after in one run).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -49,7 +49,7 @@ Environment: DATABASE_URL (admin connection, default postgres://postgres@127.0.0
 REDIS_URL (default redis://127.0.0.1:6379), BENCH_ROUNDS (3), BENCH_DURATION (s per row and
 round, 5), BENCH_WARMUP (2), BENCH_CONNECTIONS (32), BENCH_ROWS (comma-separated parts of row
 names: only those rows), LOG_LEVEL (info), BENCH_GATEWAY_NODE_ARGS (extra node flags),
-BENCH_BASELINE (root of another built checkout: a cache-miss row through its gateway).`);
+BENCH_BASELINE (root of another built checkout: cache-miss and cache-hit rows through its gateway).`);
 if (process.argv.length > 2) usageError('bench', USAGE, `unexpected argument ${process.argv[2]}`);
 
 const env = process.env;

@@ -21,8 +21,9 @@ export const LEGEND = `How to read it
                        refuses), cache lookup, proxy to the service over keep-alive with a signed
                        assertion, audit record to a file, request log line, stage timing. The request
                        carries Cache-Control: no-store: every request is a real miss that goes upstream.
-  baseline build       only with BENCH_BASELINE=<another checkout, built>: the cache-miss row through that
-                       checkout's gateway, interleaved with this one's (a change's before and after).
+  baseline build       only with BENCH_BASELINE=<another checkout, built>: the cache-miss and cache-hit rows
+                       through that checkout's gateway, interleaved with this one's (a change's before and
+                       after).
   gateway, 2 replicas  the cache-miss row through a gateway whose /v1 has two targets (routes[].upstreams):
                        two service processes on one database, weighted least-outstanding balancing;
                        its service column counts the first process only (about half the requests).

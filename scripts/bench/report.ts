@@ -157,10 +157,14 @@ function printTargets(results: RowResult[]): void {
       `  gateway peak RSS through the bench: ${fixed(peak, 1)} MiB (target < 200: ${peak < 200 ? 'met' : 'NOT met'})`,
     );
   }
-  const baseline = find('baseline build');
-  if (miss !== undefined && baseline !== undefined && peer !== undefined)
+  const [baselineMiss, baselineHit] = ['baseline build, cache miss', 'baseline build, cache hit'].map(find);
+  if (miss !== undefined && baselineMiss !== undefined && peer !== undefined)
     console.log(
-      `  baseline build: full pipeline CPU/req ÷ http-proxy CPU/req: ${spread(roundRatio(baseline, peer, perRequest), 2)}; this build ÷ baseline: ${spread(roundRatio(miss, baseline, perRequest), 2)}`,
+      `  baseline build: full pipeline CPU/req ÷ http-proxy CPU/req: ${spread(roundRatio(baselineMiss, peer, perRequest), 2)}; this build ÷ baseline: ${spread(roundRatio(miss, baselineMiss, perRequest), 2)}`,
+    );
+  if (hit !== undefined && baselineHit !== undefined && direct !== undefined)
+    console.log(
+      `  baseline build: cache-hit req/s ÷ direct service req/s: ${spread(roundRatio(baselineHit, direct, requestsPerSecond), 2)}; this build ÷ baseline, req/s: ${spread(roundRatio(hit, baselineHit, requestsPerSecond), 2)}, CPU/req: ${spread(roundRatio(hit, baselineHit, perRequest), 2)}`,
     );
   const ladderPeer = find('ladder 0');
   // The last rung on the plain hop the peer also uses (the mutual-TLS rung comes after it).

@@ -137,6 +137,20 @@ export async function defineRows(running: Running, tls: Agent): Promise<Row[]> {
       expectedStatus: 200,
       note: 'full pipeline, answered from the cache',
     },
+    ...(running.baseline === undefined
+      ? []
+      : [
+          {
+            name: 'baseline build, cache hit',
+            group: 'main' as const,
+            measured: { process: running.baseline.process, role: 'gateway' as const },
+            gateway: running.baseline,
+            url: `${running.baseline.url}${path}`,
+            headers: () => bearer,
+            expectedStatus: 200,
+            note: 'the cache-hit row through the build of another checkout (BENCH_BASELINE)',
+          },
+        ]),
     {
       name: 'gateway, HTTP/2 cache hit',
       group: 'main',
