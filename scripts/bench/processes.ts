@@ -98,18 +98,19 @@ function gatewayNodeArgs(): string[] {
 }
 
 /**
- * The gateway as it ships: the built output, with the node flags of the `gateway` npm script
- * (`node [flags] dist/gateway/main.js`), so the bench measures the command production runs.
+ * The gateway as a checkout ships it: its built output, with the node flags of its own `gateway`
+ * npm script (`node [flags] dist/gateway/main.js`), so the bench measures the command production
+ * runs, and a baseline checkout (BENCH_BASELINE) runs with the flags it shipped with.
  */
 export function shippedGatewayCommand(root = ROOT): string[] {
-  const { flags, entry } = shippedGateway();
+  const { flags, entry } = shippedGateway(root);
   return [...flags, join(root, entry)];
 }
 
-/** The node flags and entry point of the `gateway` npm script. */
-function shippedGateway(): { flags: string[]; entry: string } {
+/** The node flags and entry point of the `gateway` npm script of the checkout at `root`. */
+function shippedGateway(root: string): { flags: string[]; entry: string } {
   const scripts = (
-    JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
+    JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
   ).scripts;
   const [node, ...args] = (scripts['gateway'] ?? '').split(' ').filter((part) => part !== '');
   const entry = args.at(-1);
@@ -277,7 +278,7 @@ async function startLadder(
         // The shipped gateway's node flags (memory settings), so every rung runs as production does.
         [
           ...gatewayNodeArgs(),
-          ...shippedGateway().flags,
+          ...shippedGateway(ROOT).flags,
           join(ROOT, 'scripts/bench/ladder-gateway.ts'),
           JSON.stringify(options),
         ],
