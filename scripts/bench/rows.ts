@@ -83,6 +83,26 @@ export async function defineRows(running: Running, tls: Agent): Promise<Row[]> {
   });
   const etag = await currentEtag(`${running.serviceUrl}${path}`, assertion(), tls);
   const gateway = { process: running.gateway.process, role: 'gateway' as const };
+  const miss: Row = {
+    name: 'gateway, cache miss',
+    group: 'main',
+    measured: gateway,
+    gateway: running.gateway,
+    url: `${running.gateway.url}/v1/orders/${missOrder}`,
+    headers: () => ({ ...bearer, 'cache-control': 'no-store' }),
+    expectedStatus: 200,
+    note: 'full pipeline; request no-store: looked up, never stored',
+  };
+  const hit: Row = {
+    name: 'gateway, cache hit',
+    group: 'main',
+    measured: gateway,
+    gateway: running.gateway,
+    url: `${running.gateway.url}${path}`,
+    headers: () => bearer,
+    expectedStatus: 200,
+    note: 'full pipeline, answered from the cache',
+  };
   const main: Row[] = [
     {
       name: 'direct service',
@@ -93,30 +113,8 @@ export async function defineRows(running: Running, tls: Agent): Promise<Row[]> {
       expectedStatus: 200,
       note: 'plain HTTP straight to the service, client sends the signed assertion',
     },
-    {
-      name: 'gateway, cache miss',
-      group: 'main',
-      measured: gateway,
-      gateway: running.gateway,
-      url: `${running.gateway.url}/v1/orders/${missOrder}`,
-      headers: () => ({ ...bearer, 'cache-control': 'no-store' }),
-      expectedStatus: 200,
-      note: 'full pipeline; request no-store: looked up, never stored',
-    },
-    ...(running.baseline === undefined
-      ? []
-      : [
-          {
-            name: 'baseline build, cache miss',
-            group: 'main' as const,
-            measured: { process: running.baseline.process, role: 'gateway' as const },
-            gateway: running.baseline,
-            url: `${running.baseline.url}/v1/orders/${missOrder}`,
-            headers: () => ({ ...bearer, 'cache-control': 'no-store' }),
-            expectedStatus: 200,
-            note: 'the cache-miss row through the build of another checkout (BENCH_BASELINE)',
-          },
-        ]),
+    miss,
+    ...onBaseline(running, miss),
     {
       name: 'gateway, 2 replicas (miss)',
       group: 'main',
@@ -127,38 +125,11 @@ export async function defineRows(running: Running, tls: Agent): Promise<Row[]> {
       expectedStatus: 200,
       note: 'the cache-miss row, /v1 balanced over two service processes (upstreams)',
     },
+    hit,
+    ...onBaseline(running, hit),
     {
-      name: 'gateway, cache hit',
-      group: 'main',
-      measured: gateway,
-      gateway: running.gateway,
-      url: `${running.gateway.url}${path}`,
-      headers: () => bearer,
-      expectedStatus: 200,
-      note: 'full pipeline, answered from the cache',
-    },
-    ...(running.baseline === undefined
-      ? []
-      : [
-          {
-            name: 'baseline build, cache hit',
-            group: 'main' as const,
-            measured: { process: running.baseline.process, role: 'gateway' as const },
-            gateway: running.baseline,
-            url: `${running.baseline.url}${path}`,
-            headers: () => bearer,
-            expectedStatus: 200,
-            note: 'the cache-hit row through the build of another checkout (BENCH_BASELINE)',
-          },
-        ]),
-    {
+      ...hit,
       name: 'gateway, HTTP/2 cache hit',
-      group: 'main',
-      measured: gateway,
-      gateway: running.gateway,
-      url: `${running.gateway.url}${path}`,
-      headers: () => bearer,
-      expectedStatus: 200,
       protocol: 'h2',
       note: 'the cache-hit row over HTTP/2: 4 connections of 8 streams (load-h2.ts)',
     },
@@ -183,6 +154,25 @@ export async function defineRows(running: Running, tls: Agent): Promise<Row[]> {
     },
   ];
   return [...main, ...workerRows(running, bearer), ...ladderRows(running, bearer)];
+}
+
+/**
+ * `row` through the gateway of the BENCH_BASELINE checkout, when there is one: the same request,
+ * interleaved with this build's, so that a change is measured before and after in one run.
+ */
+function onBaseline(running: Running, row: Row): Row[] {
+  const baseline = running.baseline;
+  if (baseline === undefined) return [];
+  return [
+    {
+      ...row,
+      name: row.name.replace('gateway', 'baseline build'),
+      measured: { process: baseline.process, role: 'gateway' },
+      gateway: baseline,
+      url: row.url.replace(running.gateway.url, baseline.url),
+      note: `the "${row.name}" row through the build of another checkout (BENCH_BASELINE)`,
+    },
+  ];
 }
 
 /** The shipped gateway on the static upstream with one worker and with two (GATEWAY_WORKERS). */
