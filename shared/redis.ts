@@ -65,8 +65,9 @@ function nodeOptions(options: ConnectionOptions) {
     maxRetriesPerRequest: 0,
     connectTimeout: 2000,
     // Commands issued in one event-loop turn (by every request in flight) go out in one socket
-    // write: a write per command (two per request: failed-auth peek, rate-limit count) was the
-    // largest single cost of the gateway under load. Timeouts and fail-fast apply per command.
+    // write. Timeouts and fail-fast apply per command. The rate-limit counter, the one call
+    // every request makes, batches its calls per turn itself and goes around this pipeline
+    // (gateway/rate-limit/redis-counter.ts says why).
     enableAutoPipelining: true,
   } as const;
 }
