@@ -65,7 +65,7 @@ function nodeOptions(options: ConnectionOptions) {
     maxRetriesPerRequest: 0,
     connectTimeout: 2000,
     // Commands issued in one event-loop turn (by every request in flight) go out in one socket
-    // write. Timeouts and fail-fast apply per command. The rate-limit counter, the one call
+    // write. Timeouts and fail-fast apply per command. The rate-limit counter, the call nearly
     // every request makes, batches its calls per turn itself and goes around this pipeline
     // (gateway/rate-limit/redis-counter.ts says why).
     enableAutoPipelining: true,
