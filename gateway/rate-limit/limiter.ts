@@ -24,12 +24,13 @@ export interface RateLimitSubject {
 /** Where one policy stands for this request, for the RateLimit headers. */
 export interface PolicyOutcome {
   name: string;
-  limit: number;
-  windowSeconds: number;
   remaining: number;
   resetSeconds: number;
   exceeded: boolean;
-  /** This policy's member of `RateLimit-Policy`, the same on every answer (headers.ts). */
+  /**
+   * This policy's member of `RateLimit-Policy` (`"name";q=LIMIT;w=WINDOW`), the same on every
+   * answer: the limit and window reach the answer through it (headers.ts).
+   */
   policyField: string;
 }
 
@@ -200,8 +201,6 @@ export function createRateLimiter(
   function outcome(policy: CompiledPolicy, counted: WindowCount): PolicyOutcome {
     return {
       name: policy.config.name,
-      limit: policy.config.limit,
-      windowSeconds: policy.windowSeconds,
       remaining: Math.max(policy.config.limit - counted.consumed, 0),
       resetSeconds: Math.max(Math.ceil(counted.msBeforeNext / 1000), 0),
       exceeded: counted.consumed > policy.config.limit,
