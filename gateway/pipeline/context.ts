@@ -49,20 +49,38 @@ export function bufferedResponse(
   headers: Record<string, string | string[]>,
   buffer: Buffer,
 ): GatewayResponse {
-  let stream: Readable | null | undefined;
-  return {
-    status,
-    headers,
-    bufferedBody: buffer,
-    get body(): Readable | null {
-      stream ??= Readable.from(buffer, { objectMode: false });
-      return stream;
-    },
-    set body(value: Readable | null) {
-      stream = value;
-      this.bufferedBody = undefined;
-    },
-  };
+  return new BufferedResponse(status, headers, buffer);
+}
+
+/**
+ * A class rather than an object literal with `get body`/`set body`: a literal defines its two
+ * accessors anew (two closures and a slow property definition) for every response, and leaves
+ * each response with a shape of its own for the stages that read it.
+ */
+class BufferedResponse implements GatewayResponse {
+  status: number;
+  headers: Record<string, string | string[]>;
+  bufferedBody: Buffer | undefined;
+  readonly #buffer: Buffer;
+  #stream: Readable | null | undefined = undefined;
+
+  constructor(status: number, headers: Record<string, string | string[]>, buffer: Buffer) {
+    this.status = status;
+    this.headers = headers;
+    this.bufferedBody = buffer;
+    this.#buffer = buffer;
+  }
+
+  get body(): Readable | null {
+    // Undefined until read or assigned; an assigned null (no body) stays null.
+    if (this.#stream === undefined) this.#stream = Readable.from(this.#buffer, { objectMode: false });
+    return this.#stream;
+  }
+
+  set body(value: Readable | null) {
+    this.#stream = value;
+    this.bufferedBody = undefined;
+  }
 }
 
 /** What stages decided about a request, for the audit record. */
