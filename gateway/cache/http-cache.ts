@@ -11,7 +11,7 @@ import type { Principal } from '../../shared/principal.ts';
 import type { CacheStats, Outcome } from './cache-stats.ts';
 import type { CacheRequest, Fill, ReceivedResponse, Selection, StoreDecision } from './cache-types.ts';
 import type { CacheConfig } from './config-schema.ts';
-import { parseCacheControl } from './directives.ts';
+import { parseCacheControl, type Directives } from './directives.ts';
 import {
   createEntryStore,
   entryKey,
@@ -21,8 +21,8 @@ import {
 } from './entry-store.ts';
 import { createInvalidationBus, type InvalidationBus } from './invalidation-bus.ts';
 import { createPartialStore, type Piece } from './partial-store.ts';
-import { callerOf, lookupPartitions, storePartition } from './partition.ts';
-import { createPolicyFactory, requestView, type PolicyFactory } from './policy.ts';
+import { callerOf, lookupPartitions, storePartition, type Caller } from './partition.ts';
+import { createPolicyFactory, requestView, type PolicyFactory, type PolicyRequest } from './policy.ts';
 import { readSemantics, type ResponseSemantics } from './response-semantics.ts';
 import { storability } from './storability.ts';
 import { storedHeaders, validatorView, varyValue } from './stored-fields.ts';
@@ -209,16 +209,7 @@ export function createHttpCache(config: CacheConfig, deps: HttpCacheDeps): HttpC
     describe(method, target, path, incoming, principal) {
       // A copy: revalidation rewrites the conditionals of the forwarded request, and the
       // client's own must still be answered afterwards.
-      const headers = { ...incoming };
-      return {
-        method,
-        target,
-        path,
-        headers,
-        caller: callerOf(principal, headers),
-        view: requestView(target, headers),
-        directives: parseCacheControl(headers['cache-control']),
-      };
+      return new DescribedRequest(method, target, path, { ...incoming }, callerOf(principal, incoming));
     },
 
     select(request) {
@@ -372,4 +363,33 @@ export function createHttpCache(config: CacheConfig, deps: HttpCacheDeps): HttpC
       store.clear();
     },
   };
+}
+
+/**
+ * A request as the cache reads it. Its view for http-cache-semantics is made on first use: it
+ * copies and rewrites every header, and a miss that is not stored (a request with no-store, an
+ * answer that may not be stored) never reads it.
+ */
+class DescribedRequest implements CacheRequest {
+  readonly method: string;
+  readonly target: string;
+  readonly path: string;
+  readonly headers: IncomingHttpHeaders;
+  readonly caller: Caller;
+  readonly directives: Directives;
+  #view: PolicyRequest | undefined = undefined;
+
+  constructor(method: string, target: string, path: string, headers: IncomingHttpHeaders, caller: Caller) {
+    this.method = method;
+    this.target = target;
+    this.path = path;
+    this.headers = headers;
+    this.caller = caller;
+    this.directives = parseCacheControl(headers['cache-control']);
+  }
+
+  get view(): PolicyRequest {
+    this.#view ??= requestView(this.target, this.headers);
+    return this.#view;
+  }
 }
