@@ -63,6 +63,8 @@ export function createCacheStage(cache: HttpCache, forward: Forward): Stage {
       default: {
         onlyIfCached(request);
         const miss = selection.kind;
+        // Nothing to store and nobody to share it with: a miss that is never collapsed either.
+        if (request.directives.has('no-store')) return forwardUnstored(ctx, next, cache, request, miss);
         // The same miss already on its way upstream: its stored answer, when it may serve this one.
         const shared = await collapseMiss(ctx, request, () =>
           forwardAndStore(ctx, next, cache, request, undefined, miss),
@@ -152,8 +154,6 @@ async function forwardAndStore(
   miss: 'uri-miss' | 'vary-miss' = 'uri-miss',
 ): Promise<void> {
   const fwd = revalidation === undefined ? miss : revalidation.reason === 'request' ? 'request' : 'stale';
-  if (revalidation === undefined && request.directives.has('no-store'))
-    return forwardUnstored(ctx, next, cache, request, fwd);
   if (revalidation !== undefined)
     setValidators(ctx.upstreamHeaders, validatorsOf(revalidation.entry, request));
   const fill = cache.beginFill(request.path);
