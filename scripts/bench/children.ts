@@ -139,12 +139,16 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** Polls `probe` until it returns true, failing early if the process dies. */
+/**
+ * Polls `probe` until it returns true, failing early if the process dies. The deadline is long:
+ * the ladder starts ten gateways at once on two processors, and with profiling flags
+ * (BENCH_GATEWAY_NODE_ARGS=--perf-basic-prof) they took more than 20 s to be ready.
+ */
 export async function waitUntil(
   what: string,
   child: ChildProcess,
   probe: () => Promise<boolean>,
-  timeoutMs = 20_000,
+  timeoutMs = 90_000,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
