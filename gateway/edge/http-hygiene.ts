@@ -27,12 +27,29 @@ const HOP_BY_HOP = new Set([
 const SINGLETON_FIELDS = ['host', 'content-length', 'transfer-encoding', 'authorization'] as const;
 type SingletonField = (typeof SINGLETON_FIELDS)[number];
 
-/** How often each singleton field appears in the raw headers, duplicates still visible. */
+/**
+ * How often each singleton field appears in the raw headers, duplicates still visible. A name
+ * is lowercased and compared only when its length is one of theirs: most fields of a request
+ * are skipped on their length alone (this ran for every request, a keyed lookup per field).
+ */
 function singletonCounts(raw: readonly string[]): Record<SingletonField, number> {
   const counts = { host: 0, 'content-length': 0, 'transfer-encoding': 0, authorization: 0 };
   for (let i = 0; i < raw.length; i += 2) {
-    const name = (raw[i] ?? '').toLowerCase();
-    if (name in counts) counts[name as SingletonField] += 1;
+    const name = raw[i] ?? '';
+    switch (name.length) {
+      case 4:
+        if (name.toLowerCase() === 'host') counts.host += 1;
+        break;
+      case 13:
+        if (name.toLowerCase() === 'authorization') counts.authorization += 1;
+        break;
+      case 14:
+        if (name.toLowerCase() === 'content-length') counts['content-length'] += 1;
+        break;
+      case 17:
+        if (name.toLowerCase() === 'transfer-encoding') counts['transfer-encoding'] += 1;
+        break;
+    }
   }
   return counts;
 }
