@@ -61,19 +61,19 @@ class BufferedResponse implements GatewayResponse {
   status: number;
   headers: Record<string, string | string[]>;
   bufferedBody: Buffer | undefined;
-  readonly #buffer: Buffer;
+  /** Undefined until `body` is read or assigned; an assigned null (no body) stays null. */
   #stream: Readable | null | undefined = undefined;
 
   constructor(status: number, headers: Record<string, string | string[]>, buffer: Buffer) {
     this.status = status;
     this.headers = headers;
     this.bufferedBody = buffer;
-    this.#buffer = buffer;
   }
 
   get body(): Readable | null {
-    // Undefined until read or assigned; an assigned null (no body) stays null.
-    if (this.#stream === undefined) this.#stream = Readable.from(this.#buffer, { objectMode: false });
+    // Neither read nor assigned yet: `bufferedBody` is still the body.
+    if (this.#stream === undefined)
+      this.#stream = Readable.from(this.bufferedBody ?? Buffer.alloc(0), { objectMode: false });
     return this.#stream;
   }
 
