@@ -207,9 +207,9 @@ export function createHttpCache(config: CacheConfig, deps: HttpCacheDeps): HttpC
     whenReady: (timeoutMs = 5000) => bus?.whenReady(timeoutMs) ?? Promise.resolve(true),
 
     describe(method, target, path, incoming, principal) {
-      // A copy: revalidation rewrites the conditionals of the forwarded request, and the
-      // client's own must still be answered afterwards.
-      return new DescribedRequest(method, target, path, { ...incoming }, callerOf(principal, incoming));
+      // The client's own headers, not a copy: no stage edits them (a revalidation sets its
+      // conditionals in ctx.upstreamHeaders), and the client's must still be answered after it.
+      return new DescribedRequest(method, target, path, incoming, callerOf(principal, incoming));
     },
 
     select(request) {
