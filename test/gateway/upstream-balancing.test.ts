@@ -76,6 +76,35 @@ describe('several targets per route', () => {
     expect(seen['fast']).toBeGreaterThan(100);
     expect(seen['slow']!).toBeLessThan(seen['fast']! / 5);
   });
+
+  it('after a burst the avoided slow target does not win the quiet picks that follow', async () => {
+    const fast = await replica({ name: 'fast', delayMs: 5 });
+    const slow = await replica({ name: 'slow', delayMs: 300 });
+    const gw = await gatewayFor([{ url: fast.url }, { url: slow.url }]);
+    // The burst: two clients at once. While one waits on the slow target, every pick of the
+    // other is decided by outstanding requests (fast 0, slow 1) and goes to the fast one.
+    const burst: Record<string, number> = { fast: 0, slow: 0 };
+    const until = Date.now() + 1000;
+    await Promise.all(
+      Array.from({ length: 2 }, async () => {
+        while (Date.now() < until) {
+          const name = await getReplica(gw);
+          burst[name] = (burst[name] ?? 0) + 1;
+        }
+      }),
+    );
+    expect(burst['fast']).toBeGreaterThan(20);
+    // Then one client, one request at a time: nothing is outstanding at any pick, every pick
+    // is a tie and round robin shares them. Credit earned by picks that outstanding requests
+    // decided would hand every one of them to the slow target.
+    const quiet: Record<string, number> = { fast: 0, slow: 0 };
+    for (let i = 0; i < 10; i++) {
+      const name = await getReplica(gw);
+      quiet[name] = (quiet[name] ?? 0) + 1;
+    }
+    expect(quiet['fast']).toBeGreaterThanOrEqual(4);
+    expect(quiet['slow']).toBeGreaterThanOrEqual(4);
+  });
 });
 
 describe('config', () => {
