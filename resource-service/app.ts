@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import type { Sql } from 'postgres';
 import { isCanonicalPath } from '../shared/canonical-path.ts';
 import { HttpProblem, sendProblem } from '../shared/errors.ts';
+import { EXCHANGE_ID_HEADER, isWellFormedExchangeId } from '../shared/exchange-id.ts';
 import type { AssertionKey } from '../shared/identity-assertion.ts';
 import { isWellFormedRequestId } from '../shared/request-id.ts';
 import { API_REFERENCE_PATH, loadApiReference, sendApiReference } from './api-reference.ts';
@@ -69,6 +70,10 @@ export function createServiceApp(options: ServiceOptions): Polka<ServiceRequest>
     const given = req.headers['x-request-id'];
     req.requestId = isWellFormedRequestId(given) ? given : randomUUID();
     res.setHeader('X-Request-Id', req.requestId);
+    // Echoed on every answer, errors included, before anything can answer: the gateway takes
+    // an answer only with the id of the request it sent (gateway/upstream/answer-binding.ts).
+    const exchangeId = req.headers[EXCHANGE_ID_HEADER];
+    if (isWellFormedExchangeId(exchangeId)) res.setHeader(EXCHANGE_ID_HEADER, exchangeId);
     void next();
   });
 

@@ -6,7 +6,7 @@ import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { createBoundCounter, createBoundHistogram } from './bound-metrics.ts';
 import type { StageTimer } from '../pipeline/compose.ts';
 
-export type UpstreamErrorKind = 'refused' | 'reset' | 'timeout' | 'malformed' | 'tls';
+export type UpstreamErrorKind = 'refused' | 'reset' | 'timeout' | 'malformed' | 'tls' | 'mismatch';
 
 /** One route's requests since start, as /metrics counts them (the dashboard reads these). */
 export interface RouteTotals {

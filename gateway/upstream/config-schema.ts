@@ -2,6 +2,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { devPkiFiles } from '../../shared/dev-pki.ts';
 import { defaultServiceOrigin } from '../stages/route-schema.ts';
+import { echoingOriginsSchema } from './answer-binding.ts';
 import { checkResilience, RESILIENCE_PROPERTIES } from './resilience-schema.ts';
 
 /** RFC 1123 host names, for the server name an upstream's certificate must carry. */
@@ -72,6 +73,7 @@ export function createProxyConfigSchema(env: NodeJS.ProcessEnv) {
           'A list replaces the default entry (the resource service, mutual TLS with GATEWAY_UPSTREAM_CA_FILE, ' +
           "_CERT_FILE, _KEY_FILE or the data dir's development CA). Certificate files are re-read when they change.",
       }),
+      echoingOrigins: echoingOriginsSchema(env),
     },
     { additionalProperties: false, default: {}, description: 'Upstream forwarding.' },
   );

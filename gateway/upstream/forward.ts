@@ -21,6 +21,7 @@ import {
   type GatewayContext,
   type GatewayResponse,
 } from '../pipeline/context.ts';
+import { nextExchangeId } from './answer-binding.ts';
 import { pickMember } from './balancer.ts';
 import { unavailableProblem } from './circuit-breaker.ts';
 import type { ProxyConfig } from './config-schema.ts';
@@ -91,6 +92,7 @@ export function createForward(config: ProxyConfig, deps: ForwardDeps): Forward {
           body: body?.stream ?? null,
           signal: ctx.signal,
           onInfo: relayInterim(ctx),
+          exchangeId: target.echoes ? nextExchangeId() : undefined,
         });
         // From here on the body may fail at any moment, also while no stage reads it: without
         // a listener its 'error' would be an uncaught exception that ends the process.

@@ -18,6 +18,8 @@ export interface Target {
    * the load the balancer weighs and the circuit breaker caps.
    */
   outstanding: number;
+  /** Whether its answers echo the exchange id (`proxy.echoingOrigins`, answer-binding.ts). */
+  readonly echoes: boolean;
 }
 
 /** The upstream pools of one gateway instance. */
@@ -64,10 +66,16 @@ export function createUpstreams(origins: Iterable<string>, config: ProxyConfig):
       ...(connector === undefined ? {} : { connect: connector }),
     });
   };
+  const echoing = new Set(config.echoingOrigins.map((entry) => new URL(entry).origin));
   for (const upstream of origins) {
     const origin = new URL(upstream).origin;
     if (!targets.has(origin))
-      targets.set(origin, { origin, pool: newPool(origin, config.connectionsPerUpstream), outstanding: 0 });
+      targets.set(origin, {
+        origin,
+        pool: newPool(origin, config.connectionsPerUpstream),
+        outstanding: 0,
+        echoes: echoing.has(origin),
+      });
   }
   const checkPools = new Map<string, Pool>();
   const byUpstream = new Map<string, Target>();

@@ -12,7 +12,9 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { Readable } from 'node:stream';
 import { errors, type Dispatcher } from 'undici';
+import { EXCHANGE_ID_HEADER } from '../../shared/exchange-id.ts';
 import type { ClientSignal } from '../pipeline/client-signal.ts';
+import { checkBinding } from './answer-binding.ts';
 import type { InterimResponse } from './interim.ts';
 
 export interface UpstreamCallOptions {
@@ -25,6 +27,11 @@ export interface UpstreamCallOptions {
   signal: ClientSignal;
   /** Each interim (1xx) answer before the final one. */
   onInfo: (info: InterimResponse) => void;
+  /**
+   * Sent as Portico-Exchange-Id to an upstream that echoes it (answer-binding.ts): an answer
+   * without this id is refused and its connection dropped.
+   */
+  exchangeId?: string;
 }
 
 export interface UpstreamAnswer {
@@ -44,10 +51,11 @@ const HIGH_WATER_MARK = 64 * 1024;
 export function callUpstream(dispatcher: Dispatcher, options: UpstreamCallOptions): Promise<UpstreamAnswer> {
   return new Promise((resolve, reject) => {
     const call = new UpstreamCall(options, resolve, reject);
-    dispatcher.dispatch(
-      { path: options.path, method: options.method, headers: options.headers, body: options.body },
-      call,
-    );
+    const { exchangeId } = options;
+    // A copy: the same list goes out again on a retry, with another id.
+    const headers =
+      exchangeId === undefined ? options.headers : options.headers.concat(EXCHANGE_ID_HEADER, exchangeId);
+    dispatcher.dispatch({ path: options.path, method: options.method, headers, body: options.body }, call);
   });
 }
 
@@ -103,12 +111,19 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
   }
 
   onResponseStart(
-    _controller: Dispatcher.DispatchController,
+    controller: Dispatcher.DispatchController,
     statusCode: number,
     headers: IncomingHttpHeaders,
   ): void {
     if (statusCode < 200) {
       this.options.onInfo({ statusCode, headers });
+      return;
+    }
+    // Not the answer to this request: aborting destroys the connection it came on, with
+    // whatever else is queued on it, and the call fails with this error.
+    const unbound = checkBinding(headers, this.options.exchangeId);
+    if (unbound !== undefined) {
+      controller.abort(unbound);
       return;
     }
     this.statusCode = statusCode;

@@ -72,5 +72,7 @@ export function upstreamProblem(kind: UpstreamErrorKind): HttpProblem {
       return new HttpProblem('ERR_BAD_GATEWAY', 'the upstream closed the connection without answering');
     case 'tls':
       return new HttpProblem('ERR_BAD_GATEWAY', 'the TLS handshake with the upstream failed');
+    case 'mismatch':
+      return new HttpProblem('ERR_BAD_GATEWAY', 'the upstream answer was not the answer to this request');
   }
 }
