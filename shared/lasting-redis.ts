@@ -50,8 +50,12 @@ export class LastingRedis extends Redis {
     return super.quit(...args);
   }
 
-  /** A second connection like this one that lasts as well (`duplicate` makes a plain Redis). */
-  duplicateLasting(): LastingRedis {
-    return new LastingRedis(undefined, { ...this.options, replyMapping: 'legacy' });
+  /**
+   * Drops the socket at once, without the goodbye that a silent link never delivers, and
+   * reconnects as after any lost connection (`disconnect(true)` only half-closes, and the socket
+   * of a blackholed link then stays open until the kernel gives up, minutes later).
+   */
+  reconnectNow(): void {
+    this.stream?.destroy();
   }
 }

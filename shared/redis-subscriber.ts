@@ -18,6 +18,16 @@ export interface SubscriberConnection {
   readonly status: string;
   subscribe(channel: string): Promise<unknown>;
   unsubscribe(channel: string): Promise<unknown>;
+  /**
+   * Answered on the subscribed connection after every message Redis sent it before: the
+   * listener's proof that it is caught up (a silent link answers nothing).
+   */
+  ping(): Promise<unknown>;
+  /**
+   * Drops the socket at once and connects anew (then `ready`). Over a silent link a polite
+   * close would never complete, and the kernel would take minutes to give up on it.
+   */
+  reconnectNow(): void;
   on(event: 'ready' | 'close' | 'end', listener: () => void): unknown;
   on(event: 'message', listener: (channel: string, message: string) => void): unknown;
   off(event: 'ready' | 'close' | 'end', listener: () => void): unknown;
@@ -51,6 +61,15 @@ class ClusterSubscriber extends EventEmitter implements SubscriberConnection {
 
   unsubscribe(channel: string): Promise<unknown> {
     return this.#current?.unsubscribe(channel) ?? Promise.resolve();
+  }
+
+  ping(): Promise<unknown> {
+    return this.#current?.ping() ?? Promise.reject(new Error('no cluster node connected'));
+  }
+
+  reconnectNow(): void {
+    // Its `end` moves this subscriber on to the next node.
+    this.#current?.stream?.destroy();
   }
 
   disconnect(): void {

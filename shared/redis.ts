@@ -218,7 +218,13 @@ export function describeTarget(target: RedisTarget): string {
  */
 export function createSubscriber(client: RedisClient): SubscriberConnection {
   if (isCluster(client)) return createClusterSubscriber(client);
-  const subscriber = client instanceof LastingRedis ? client.duplicateLasting() : client.duplicate();
+  // No command deadline of its own: the invalidation bus judges the link by its liveness pings,
+  // and a 50 ms one would drop their answers on a loaded host.
+  const subscriber = new LastingRedis(undefined, {
+    ...client.options,
+    replyMapping: 'legacy',
+    commandTimeout: undefined,
+  });
   // Its outages are the command connection's too, which reports them.
   subscriber.on('error', () => {});
   return subscriber;

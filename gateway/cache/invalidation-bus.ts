@@ -4,8 +4,26 @@
  * A replica that is not subscribed cannot know what the others invalidated, so the cache
  * neither serves nor stores while the bus is down, and forgets everything it holds when the
  * subscription comes back: messages sent in between are lost for good.
+ *
+ * Down includes silent: a link that drops packets (a blackholed route, a dead middlebox) never
+ * closes the socket, and the messages stop arriving without a sign. So the bus is live only as
+ * long as it proves it (bus-liveness.ts): it PINGs on the subscribed connection every PING_INTERVAL_MS, and Redis
+ * answers after every message it wrote to that connection before, so an answer to a ping sent at
+ * time t shows that every invalidation published before t has been applied. The bus counts as
+ * live while that t is at most LIVE_WINDOW_MS old; a ping unanswered for RECONNECT_AFTER_MS
+ * drops the socket (its close would never complete over a dead link) and reconnects, which
+ * empties the cache as any lost subscription does. Hence the bound docs/caching.md states: an
+ * answer older than a write made through another replica is not served more than
+ * LIVE_WINDOW_MS (plus the write's own publish) after that write.
+ *
+ * Why pings and not a stream replayed from a last-seen id: pub/sub stays the one bus (no key, so
+ * no hot Cluster slot and no trimming to size), the ping's answer is an exact "caught up to"
+ * mark on the connection that carries the messages, and what a reconnect costs (an empty cache)
+ * is rare.
  */
 import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import { watchLiveness } from './bus-liveness.ts';
 import type { RedisClient, SubscriberConnection } from '../../shared/redis.ts';
 import type { Logger } from 'pino';
 
@@ -17,7 +35,7 @@ export interface InvalidationMessage {
 
 /** The publish/subscribe link between replicas. */
 export interface InvalidationBus {
-  /** Subscribed and able to hear the other replicas. */
+  /** Subscribed, and caught up with the other replicas within the last LIVE_WINDOW_MS. */
   ready(): boolean;
   /** Resolves once subscribed, or `false` after `timeoutMs`. */
   whenReady(timeoutMs: number): Promise<boolean>;
@@ -47,12 +65,16 @@ export function createInvalidationBus(deps: BusDeps): InvalidationBus {
   let closed = false;
   const waiters = new Set<() => void>();
 
+  const liveness = watchLiveness(deps.subscriber, deps.log);
+
   const subscribe = () => {
     if (closed) return;
+    const sentAt = performance.now();
     deps.subscriber.subscribe(deps.channel).then(
       () => {
-        if (subscribed) return;
+        if (subscribed || closed) return;
         subscribed = true;
+        liveness.subscribed(sentAt);
         if (everSubscribed) deps.onResubscribed();
         everSubscribed = true;
         for (const wake of waiters) wake();
@@ -64,6 +86,7 @@ export function createInvalidationBus(deps: BusDeps): InvalidationBus {
   const lost = () => {
     if (subscribed) deps.log.warn('cache invalidation bus lost: the cache is bypassed until Redis is back');
     subscribed = false;
+    liveness.lost();
   };
   deps.subscriber.on('ready', subscribe);
   deps.subscriber.on('close', lost);
@@ -84,7 +107,7 @@ export function createInvalidationBus(deps: BusDeps): InvalidationBus {
   if (deps.subscriber.status === 'ready') subscribe();
 
   return {
-    ready: () => subscribed,
+    ready: () => subscribed && liveness.live(),
     whenReady(timeoutMs) {
       if (subscribed) return Promise.resolve(true);
       return new Promise((resolve) => {
@@ -112,6 +135,7 @@ export function createInvalidationBus(deps: BusDeps): InvalidationBus {
     async close() {
       closed = true;
       subscribed = false;
+      liveness.stop();
       deps.subscriber.off('ready', subscribe);
       try {
         await deps.subscriber.unsubscribe(deps.channel);
