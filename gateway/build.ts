@@ -27,6 +27,7 @@ import { createRequestAccounting } from './observability/request-accounting.ts';
 import { compose } from './pipeline/compose.ts';
 import { createRequestHandler, type RequestHandler } from './pipeline/request-handler.ts';
 import { createRateLimiter, type RateLimiter } from './rate-limit/limiter.ts';
+import { createStoreFailureLog } from './rate-limit/store-failure-log.ts';
 import { createStages, type StageOverrides } from './stages.ts';
 import { createForward } from './upstream/forward.ts';
 import { createUpstreams, type Upstreams } from './upstream/pools.ts';
@@ -101,9 +102,9 @@ export async function buildGateway(
   lifecycle.defer('upstream health checks', () => routeUpstreams.close());
   const limiter = createRateLimiter(config.rateLimits, {
     redis: deps.redis,
-    onStoreError: (error) =>
-      log.warn({ err: { message: (error as Error).message } }, 'rate-limit store failed'),
+    storeFailureLog: createStoreFailureLog(log),
   });
+  lifecycle.defer('rate limiter', () => limiter.close());
   metrics.watchRateLimiter(() => limiter.status());
   const authenticator = needsAuthenticator(config, options)
     ? createAuthenticator(config.auth, authDeps(deps))

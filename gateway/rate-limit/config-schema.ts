@@ -63,13 +63,21 @@ export const RateLimitsSchema = Type.Object(
       enum: ['memory', 'allow', 'deny'],
       default: 'memory',
       description:
-        'When Redis is down or slow: `memory` counts per gateway instance, `allow` lets requests through, `deny` answers 503. Authentication never fails open.',
+        'When Redis is down or slow: `memory` counts in each gateway against its share of the limit (limit ÷ live gateways, see docs/scaling.md), `allow` lets requests through uncounted, `deny` answers 503. Authentication never fails open.',
     }),
     storeTimeoutMs: Type.Integer({
       minimum: 5,
       maximum: 5000,
-      default: 50,
-      description: 'Longest a Redis command may take before the store counts as failed for that request.',
+      default: 250,
+      description:
+        'Longest a Redis command may take before the store counts as failed for that request. The default outlasts a cross-host round trip (60 ms tested) and a Cluster redirection or retry (docs/scaling.md).',
+    }),
+    expectedGateways: Type.Integer({
+      minimum: 1,
+      maximum: 10_000,
+      default: 1,
+      description:
+        "Gateway processes (replicas × workers) the limits are shared by, at least: the divisor of a gateway's share of a limit while Redis fails, until heartbeats in Redis count more. Set it so that a gateway starting during an outage keeps the bound of docs/scaling.md.",
     }),
     policies: Type.Array(RateLimitPolicySchema, {
       default: [{ name: 'default', key: 'principal', limit: 600, window: '60s' }],
@@ -99,7 +107,8 @@ export type RateLimitsConfig = Static<typeof RateLimitsSchema>;
 
 export const DEFAULT_RATE_LIMITS: RateLimitsConfig = {
   onStoreFailure: 'memory',
-  storeTimeoutMs: 50,
+  storeTimeoutMs: 250,
+  expectedGateways: 1,
   policies: [{ name: 'default', key: 'principal', limit: 600, window: '60s' }],
   authFailures: { limit: 20, window: '60s' },
 };

@@ -1,18 +1,22 @@
 /**
  * Counting requests against the configured policies, in Redis (exact across gateway replicas:
- * one atomic INCR-with-expiry per policy and key, sent in batches by redis-counter.ts) or in
- * memory.
+ * one atomic count-within-the-limit per policy and key, sent in batches by redis-counter.ts)
+ * or in memory (policy-counter.ts says which, and what a store failure does).
  *
  * Being over a limit is a result, not an exception. A store failure is an error with an
- * explicit policy (`onStoreFailure`), decided here and nowhere else.
+ * explicit policy (`onStoreFailure`), decided here and nowhere else. A request refused by any
+ * policy (or by the store) is charged to none: the policies that counted it give it back.
  */
-import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Principal } from '../../shared/principal.ts';
-import { isCluster, type RedisClient } from '../../shared/redis.ts';
-import { durationSeconds } from './config-schema.ts';
+import type { RedisClient } from '../../shared/redis.ts';
 import type { RateLimitPolicyConfig, RateLimitsConfig } from './config-schema.ts';
+import { joinFleet } from './fleet-share.ts';
 import { createMostLimited, type LimitedCaller } from './most-limited.ts';
-import { createRedisCounter, type Counted as WindowCount, type RedisCounter } from './redis-counter.ts';
+import { added, compilePolicy, PolicyCounter, type CompiledPolicy, type Counted } from './policy-counter.ts';
+import type { StoreFailureLog } from './store-failure-log.ts';
+
+export type { StoreState } from './policy-counter.ts';
+import type { StoreState } from './policy-counter.ts';
 
 export interface RateLimitSubject {
   method: string;
@@ -34,8 +38,6 @@ export interface PolicyOutcome {
   policyField: string;
 }
 
-export type StoreState = 'redis' | 'memory' | 'none';
-
 export type RateLimitDecision =
   | { kind: 'allowed'; outcomes: PolicyOutcome[]; store: StoreState }
   | { kind: 'limited'; outcomes: PolicyOutcome[]; retryAfterSeconds: number; store: StoreState }
@@ -47,6 +49,11 @@ export interface RateLimiterStatus {
   /** Redis configured but failing now (or within the last few seconds). */
   degraded: boolean;
   storeFailures: number;
+  /**
+   * Gateways sharing the limits, as heartbeats in Redis last said (or `expectedGateways`, if
+   * more): a store failure leaves each its share of a limit. 1 without Redis.
+   */
+  fleetSize: number;
 }
 
 /**
@@ -69,22 +76,8 @@ export interface RateLimiter {
   status(): RateLimiterStatus;
   /** The callers refused most since start (bounded memory: most-limited.ts), most first. */
   mostLimited(count: number): LimitedCaller[];
-}
-
-interface CompiledPolicy {
-  config: RateLimitPolicyConfig;
-  windowSeconds: number;
-  /** Prefix of the policy's counter keys in memory, and in Redis outside a cluster. */
-  keyPrefix: string;
-  /**
-   * Prefix of its keys in Redis. In a cluster the policy's part is a hash tag, so that every
-   * counter of the policy sits in one slot and one script call counts a turn's batch of it;
-   * on one node the keys stay rate-limiter-flexible's (no braces).
-   */
-  redisKeyPrefix: string;
-  memory: RateLimiterMemory;
-  /** `"name";q=LIMIT;w=WINDOW`: fixed per policy, so made once here rather than per answer. */
-  policyField: string;
+  /** Leaves the fleet (its heartbeat stops) and logs the store failures not yet logged. */
+  close(): Promise<void>;
 }
 
 const DEGRADED_FOR_MS = 5000;
@@ -122,130 +115,90 @@ function matches(policy: RateLimitPolicyConfig, subject: RateLimitSubject): bool
   return true;
 }
 
-/** Counts (or, with negative `points`, gives back) in the process's own counters. */
-async function countInMemory(policy: CompiledPolicy, key: string, points: number): Promise<RateLimiterRes> {
-  try {
-    return points > 0 ? await policy.memory.consume(key, points) : await policy.memory.reward(key, -points);
-  } catch (error) {
-    // rate-limiter-flexible rejects with the result when the limit is passed.
-    if (error instanceof RateLimiterRes) return error;
-    throw error;
-  }
+function outcome(policy: CompiledPolicy, counted: Exclude<Counted, { failed: true }>): PolicyOutcome {
+  return {
+    name: policy.config.name,
+    remaining: Math.max(counted.limit - counted.consumed, 0),
+    resetSeconds: Math.max(Math.ceil(counted.msBeforeNext / 1000), 0),
+    exceeded: counted.consumed > counted.limit,
+    policyField: policy.policyField,
+  };
 }
 
-export function createRateLimiter(
-  initial: RateLimitsConfig,
-  deps: { redis?: RedisClient | undefined; onStoreError?: (error: unknown) => void },
-): RateLimiter {
+/** `counted[i]` is what `policies[i]` counted. */
+function decide(
+  policies: readonly CompiledPolicy[],
+  counted: readonly Counted[],
+  onStoreFailure: RateLimitsConfig['onStoreFailure'],
+): RateLimitDecision {
+  const outcomes: PolicyOutcome[] = [];
+  let store: StoreState = 'none';
+  for (let i = 0; i < policies.length; i++) {
+    const result = counted[i]!;
+    if ('failed' in result) {
+      if (onStoreFailure === 'deny') return { kind: 'unavailable', store: 'none' };
+      continue; // allow: this policy says nothing about this request
+    }
+    store = result.store;
+    outcomes.push(outcome(policies[i]!, result));
+  }
+  const exceeded = outcomes.filter((o) => o.exceeded);
+  if (exceeded.length === 0) return { kind: 'allowed', outcomes, store };
+  return {
+    kind: 'limited',
+    outcomes,
+    store,
+    // The request may be retried once every exceeded window has reset.
+    retryAfterSeconds: Math.max(1, ...exceeded.map((o) => o.resetSeconds)),
+  };
+}
+
+export interface RateLimiterDeps {
+  redis?: RedisClient | undefined;
+  /** Where store failures are reported (store-failure-log.ts: one line per policy per interval). */
+  storeFailureLog?: StoreFailureLog;
+}
+
+export function createRateLimiter(initial: RateLimitsConfig, deps: RateLimiterDeps): RateLimiter {
   const { redis } = deps;
   let config = initial;
-  let storeFailures = 0;
-  let lastFailureAt = 0;
-
   const limitedCallers = createMostLimited();
-  const counter: RedisCounter | undefined = redis === undefined ? undefined : createRedisCounter(redis);
-  const tagged = redis !== undefined && isCluster(redis);
+  const fleet = redis === undefined ? undefined : joinFleet(redis, () => config.expectedGateways);
+  const counter = new PolicyCounter(redis, fleet, deps.storeFailureLog);
 
-  const compile = (policy: RateLimitPolicyConfig, prefix: string): CompiledPolicy => {
-    const windowSeconds = durationSeconds(policy.window);
-    // The window is part of the key: changing it starts fresh counters, changing the limit
-    // keeps them (the new limit applies to what was already counted).
-    const keyPrefix = `rl:${prefix}${policy.name}:${windowSeconds}`;
-    return {
-      config: policy,
-      windowSeconds,
-      keyPrefix,
-      redisKeyPrefix: tagged ? `rl:{${prefix}${policy.name}:${windowSeconds}}` : keyPrefix,
-      memory: new RateLimiterMemory({ keyPrefix, points: policy.limit, duration: windowSeconds }),
-      policyField: `"${policy.name}";q=${policy.limit};w=${windowSeconds}`,
-    };
-  };
   const compileAll = (c: RateLimitsConfig) => ({
-    policies: c.policies.map((p) => compile(p, 'p:')),
-    authFailures: compile({ name: 'auth-failures', key: 'ip', ...c.authFailures }, 'builtin:'),
+    policies: c.policies.map((p) => compilePolicy(p, 'p:')),
+    authFailures: compilePolicy({ name: 'auth-failures', key: 'ip', ...c.authFailures }, 'builtin:'),
   });
   let compiled = compileAll(config);
 
-  /** A policy's count after this request and when its window ends, and where; or the store failed. */
-  type Counted = (WindowCount & { store: StoreState }) | { failed: true };
-
-  /**
-   * Counts one key in one policy; never throws. `memoryOnFailure` overrides `onStoreFailure`
-   * for the built-in failed-authentication counter, which must keep throttling whatever the
-   * operator chose for ordinary traffic. A negative `points` gives back what was counted.
-   */
-  async function count(
-    policy: CompiledPolicy,
-    key: string,
-    points = 1,
-    memoryOnFailure = false,
-    store?: StoreState,
-  ): Promise<Counted> {
-    if (counter !== undefined && store !== 'memory') {
-      try {
-        // Outside a cluster, the key rate-limiter-flexible's RateLimiterRedis would use.
-        const counted = await counter.add(`${policy.redisKeyPrefix}:${key}`, policy.windowSeconds, points);
-        return { ...counted, store: 'redis' };
-      } catch (error) {
-        storeFailures++;
-        lastFailureAt = Date.now();
-        deps.onStoreError?.(error);
-        if ((config.onStoreFailure !== 'memory' && !memoryOnFailure) || store === 'redis')
-          return { failed: true };
-      }
-    }
-    const res = await countInMemory(policy, key, points);
-    return { consumed: res.consumedPoints, msBeforeNext: res.msBeforeNext, store: 'memory' };
-  }
-
-  function outcome(policy: CompiledPolicy, counted: WindowCount): PolicyOutcome {
-    return {
-      name: policy.config.name,
-      remaining: Math.max(policy.config.limit - counted.consumed, 0),
-      resetSeconds: Math.max(Math.ceil(counted.msBeforeNext / 1000), 0),
-      exceeded: counted.consumed > policy.config.limit,
-      policyField: policy.policyField,
-    };
-  }
-
-  /** `counted[i]` is what `policies[i]` counted. */
-  function decide(policies: readonly CompiledPolicy[], counted: readonly Counted[]): RateLimitDecision {
-    const outcomes: PolicyOutcome[] = [];
-    let store: StoreState = 'none';
-    for (let i = 0; i < policies.length; i++) {
-      const result = counted[i]!;
-      if ('failed' in result) {
-        if (config.onStoreFailure === 'deny') return { kind: 'unavailable', store: 'none' };
-        continue; // allow: this policy says nothing about this request
-      }
-      store = result.store;
-      outcomes.push(outcome(policies[i]!, result));
-    }
-    const exceeded = outcomes.filter((o) => o.exceeded);
-    if (exceeded.length === 0) return { kind: 'allowed', outcomes, store };
-    return {
-      kind: 'limited',
-      outcomes,
-      store,
-      // The request may be retried once every exceeded window has reset.
-      retryAfterSeconds: Math.max(1, ...exceeded.map((o) => o.resetSeconds)),
-    };
+  /** A refused request is charged to none of its policies: those that counted it give it back. */
+  async function giveBack(policies: CompiledPolicy[], keys: string[], counted: Counted[]): Promise<void> {
+    const refunds: Promise<Counted>[] = [];
+    counted.forEach((result, i) => {
+      if (added(result)) refunds.push(counter.count(policies[i]!, keys[i]!, -1, 'memory', result.store));
+    });
+    await Promise.all(refunds);
   }
 
   return {
     async check(subject) {
       const policies: CompiledPolicy[] = [];
+      const keys: string[] = [];
       const counting: Promise<Counted>[] = [];
+      const onStoreFailure = config.onStoreFailure;
       for (const policy of compiled.policies) {
         if (!matches(policy.config, subject)) continue;
         const key = subjectKey(policy.config, subject);
         if (key === undefined) continue;
         policies.push(policy);
-        counting.push(count(policy, key));
+        keys.push(key);
+        counting.push(counter.count(policy, key, 1, onStoreFailure));
       }
       // One policy is the common case: its count is awaited without a Promise.all around it.
       const counted = counting.length === 1 ? [await counting[0]!] : await Promise.all(counting);
-      const decision = decide(policies, counted);
+      const decision = decide(policies, counted, onStoreFailure);
+      if (decision.kind !== 'allowed' && counted.length > 1) await giveBack(policies, keys, counted);
       if (decision.kind === 'limited')
         limitedCallers.record(callerOf(subject), subject.principal?.customerId);
       return decision;
@@ -253,7 +206,9 @@ export function createRateLimiter(
 
     async countAuthAttempt(clientIp) {
       const policy = compiled.authFailures;
-      const counted = await count(policy, clientIp, 1, true);
+      // The failed-authentication throttle keeps counting in memory whatever the operator
+      // chose for ordinary traffic: authentication never fails open.
+      const counted = await counter.count(policy, clientIp, 1, 'memory');
       if ('failed' in counted) return { refusal: undefined, refund: () => Promise.resolve() };
       const o = outcome(policy, counted);
       if (o.exceeded) limitedCallers.record(`ip:${clientIp}`, undefined);
@@ -268,7 +223,7 @@ export function createRateLimiter(
           : undefined,
         // Back to the store that counted it; a failure there leaves one count too many, never too few.
         refund: async () => {
-          await count(policy, clientIp, -1, true, counted.store);
+          if (added(counted)) await counter.count(policy, clientIp, -1, 'memory', counted.store);
         },
       };
     },
@@ -283,11 +238,18 @@ export function createRateLimiter(
       return {
         backend: redis === undefined ? 'memory' : 'redis',
         degraded:
-          redis !== undefined && (redis.status !== 'ready' || Date.now() - lastFailureAt < DEGRADED_FOR_MS),
-        storeFailures,
+          redis !== undefined &&
+          (redis.status !== 'ready' || Date.now() - counter.lastFailureAt < DEGRADED_FOR_MS),
+        storeFailures: counter.failures,
+        fleetSize: fleet?.size() ?? 1,
       };
     },
 
     mostLimited: (count) => limitedCallers.top(count),
+
+    async close() {
+      deps.storeFailureLog?.close();
+      await fleet?.leave();
+    },
   };
 }

@@ -6,14 +6,18 @@
  * as the upstream request itself, on this machine), plus a command object and its promise:
  * together the largest share of the rate-limit stage's CPU in a profile under load.
  *
- * The keys and the arithmetic are rate-limiter-flexible's (RateLimiterRedis): `SET key 0 EX w
- * NX`, `INCRBY key points`, `PTTL key`, so counters written by either are the same counters.
+ * The keys are rate-limiter-flexible's (RateLimiterRedis): `SET key 0 EX w NX`, `INCRBY key
+ * points`, `PTTL key`, so counters written by either are the same counters. One difference:
+ * a count that would pass the limit is not added (the reply still says what it would have
+ * made, so the caller sees it exceeded): a refused request is charged to no window, and the
+ * bound of docs/scaling.md does not erode under a flood of refusals. A give-back (negative
+ * points) only lowers a window that still exists, and never below zero.
  *
  * In a Redis Cluster a script may touch the keys of one slot only, so there a batch is split
- * by hash tag (the limiter tags each policy's keys with the policy: one call per policy and
- * turn). Keys without a tag each go alone.
+ * by slot (cluster-slot.ts): one call per slot and turn.
  */
 import { isCluster, type RedisClient } from '../../shared/redis.ts';
+import { clusterSlot } from './cluster-slot.ts';
 
 export interface Counted {
   /** The count after this one. */
@@ -23,20 +27,44 @@ export interface Counted {
 }
 
 export interface RedisCounter {
-  /** Adds `points` (negative: gives back) to `key`'s window of `windowSeconds`. */
-  add(key: string, windowSeconds: number, points: number): Promise<Counted>;
+  /**
+   * Adds `points` to `key`'s window of `windowSeconds` unless the count would pass `limit`
+   * (then `consumed` is what it would have been, and nothing is added); negative points give
+   * back.
+   */
+  add(key: string, windowSeconds: number, points: number, limit: number): Promise<Counted>;
 }
 
-const COMMAND = 'porticoCountWindows';
+const COMMAND = 'porticoCountWithinLimits';
+// First every counter is checked to be a number, so that a bad one fails the call before any
+// count of the batch is added (Redis does not roll back a script that fails half-way). Then
+// each entry in order: the counts of one key in one batch see each other.
 const SCRIPT = `
+for i = 1, #KEYS do
+  local value = redis.call('get', KEYS[i])
+  if value and not tonumber(value) then
+    return redis.error_reply('rate-limit counter ' .. KEYS[i] .. ' is not a number')
+  end
+end
 local out = {}
 for i = 1, #KEYS do
-  local window = ARGV[2 * i - 1]
-  redis.call('set', KEYS[i], 0, 'EX', window, 'NX')
-  local consumed = redis.call('incrby', KEYS[i], ARGV[2 * i])
+  local window = tonumber(ARGV[3 * i - 2])
+  local points = tonumber(ARGV[3 * i - 1])
+  local limit = tonumber(ARGV[3 * i])
+  local current = tonumber(redis.call('get', KEYS[i]) or '0')
+  local consumed = current + points
+  if points < 0 then
+    consumed = current
+    if current > 0 then consumed = redis.call('incrby', KEYS[i], math.max(points, -current)) end
+  elseif consumed <= limit then
+    redis.call('set', KEYS[i], 0, 'EX', window, 'NX')
+    consumed = redis.call('incrby', KEYS[i], points)
+  end
   local ttl = redis.call('pttl', KEYS[i])
   if ttl == -1 then
     redis.call('expire', KEYS[i], window)
+    ttl = 1000 * window
+  elseif ttl == -2 then
     ttl = 1000 * window
   end
   out[2 * i - 1] = consumed
@@ -48,6 +76,7 @@ interface Pending {
   key: string;
   windowSeconds: number;
   points: number;
+  limit: number;
   resolve(counted: Counted): void;
   reject(error: unknown): void;
 }
@@ -56,25 +85,14 @@ type CountingRedis = RedisClient & {
   [COMMAND](keys: number, ...args: (string | number)[]): Promise<number[]>;
 };
 
-/**
- * What Redis Cluster hashes to pick a key's slot: the text inside the first `{...}` when it
- * is not empty, else the whole key. Keys with the same hashed text share a slot.
- */
-export function hashedPart(key: string): string {
-  const open = key.indexOf('{');
-  if (open === -1) return key;
-  const close = key.indexOf('}', open + 1);
-  return close === -1 || close === open + 1 ? key : key.slice(open + 1, close);
-}
-
-/** The batch as one group, or in a cluster one group per hash tag (prefix included). */
+/** The batch as one group, or in a cluster one group per slot (of the key with its prefix). */
 function bySlot(batch: Pending[], prefix: string | undefined): Pending[][] {
   if (prefix === undefined) return [batch];
-  const groups = new Map<string, Pending[]>();
+  const groups = new Map<number, Pending[]>();
   for (const entry of batch) {
-    const part = hashedPart(prefix + entry.key);
-    const group = groups.get(part);
-    if (group === undefined) groups.set(part, [entry]);
+    const slot = clusterSlot(prefix + entry.key);
+    const group = groups.get(slot);
+    if (group === undefined) groups.set(slot, [entry]);
     else group.push(entry);
   }
   return [...groups.values()];
@@ -117,7 +135,7 @@ export function createRedisCounter(redis: RedisClient): RedisCounter {
 
   function send(batch: Pending[]): void {
     const keys = batch.map((entry) => entry.key);
-    const args = batch.flatMap((entry) => [entry.windowSeconds, entry.points]);
+    const args = batch.flatMap((entry) => [entry.windowSeconds, entry.points, entry.limit]);
     const fail = (error: unknown) => {
       for (const entry of batch) entry.reject(error);
     };
@@ -138,12 +156,12 @@ export function createRedisCounter(redis: RedisClient): RedisCounter {
   }
 
   return {
-    add(key, windowSeconds, points) {
+    add(key, windowSeconds, points, limit) {
       return new Promise((resolve, reject) => {
         // setImmediate, not nextTick: it runs after every socket that was readable in this
         // turn has been handled, so the requests that arrived together are counted together.
         if (pending.length === 0) setImmediate(flush);
-        pending.push({ key, windowSeconds, points, resolve, reject });
+        pending.push({ key, windowSeconds, points, limit, resolve, reject });
       });
     },
   };

@@ -58,8 +58,8 @@ describe('batched Redis counter', () => {
     const watch = await watchScriptCalls();
     try {
       const results = await Promise.all([
-        ...Array.from({ length: 20 }, () => counter.add('a', 60, 1)),
-        ...Array.from({ length: 5 }, () => counter.add('b', 60, 2)),
+        ...Array.from({ length: 20 }, () => counter.add('a', 60, 1, 1000)),
+        ...Array.from({ length: 5 }, () => counter.add('b', 60, 2, 1000)),
       ]);
       expect(await watch.calls()).toBe(1);
       expect(results.slice(0, 20).map((r) => r.consumed)).toEqual(
@@ -71,7 +71,7 @@ describe('batched Redis counter', () => {
         expect(result.msBeforeNext).toBeLessThanOrEqual(60_000);
       }
       // A later turn is a later call, on the same counters; a negative count gives back.
-      expect((await counter.add('a', 60, -1)).consumed).toBe(19);
+      expect((await counter.add('a', 60, -1, 1000)).consumed).toBe(19);
       expect(await watch.calls()).toBe(2);
     } finally {
       watch.stop();
@@ -85,10 +85,10 @@ describe('batched Redis counter', () => {
     const ended = new Promise((resolve) => own.once('end', resolve));
     own.disconnect();
     await ended;
-    const outcomes = await Promise.allSettled([counter.add('c', 60, 1), counter.add('d', 60, 1)]);
+    const outcomes = await Promise.allSettled([counter.add('c', 60, 1, 1000), counter.add('d', 60, 1, 1000)]);
     expect(outcomes.map((o) => o.status)).toEqual(['rejected', 'rejected']);
     await own.connect();
     expect(await waitForRedis(own)).toBe(true);
-    expect((await counter.add('c', 60, 1)).consumed).toBe(1);
+    expect((await counter.add('c', 60, 1, 1000)).consumed).toBe(1);
   });
 });

@@ -61,20 +61,24 @@ async function clusterGateways(): Promise<{ gateways: GatewayProcess[]; prefix: 
 }
 
 describe('Redis Cluster (REDIS_CLUSTER_NODES)', () => {
-  it('two gateways admit exactly the limit, counted in one slot per policy', async () => {
+  it('two gateways admit exactly the limit, counted in the slot of the counted key, not the policy', async () => {
     const { gateways, prefix } = await clusterGateways();
-    const [one, two] = [freshCustomer(), freshCustomer()];
+    const customers = Array.from({ length: 6 }, freshCustomer);
+    const [one] = customers as [string];
     const statuses = await spread(fixture, gateways, `Bearer ${await fixture.token(one)}`, 4 * LIMIT);
     expect(statuses.filter((s) => s === 200)).toHaveLength(LIMIT);
     expect(statuses.filter((s) => s === 429)).toHaveLength(3 * LIMIT);
-    expect((await spread(fixture, gateways, `Bearer ${await fixture.token(two)}`, 2))[0]).toBe(200);
+    for (const customer of customers.slice(1))
+      expect((await spread(fixture, gateways, `Bearer ${await fixture.token(customer)}`, 1))[0]).toBe(200);
 
-    // Both customers' counters carry the policy's hash tag: one slot, one master.
+    // Each customer's counter is tagged with the customer: the policy's counters spread over
+    // the slots (and so the masters), not one hot slot. A refused request is charged to none.
     const redis = await clusterClient('');
-    const keys = [one, two].map((customer) => `${prefix}rl:{p:default:60}:${customer}`);
-    expect(await redis.get(keys[0]!)).toBe(String(4 * LIMIT));
+    const keys = customers.map((customer) => `${prefix}rl:p:default:60:{${customer}}`);
+    expect(await redis.get(keys[0]!)).toBe(String(LIMIT));
+    for (const key of keys.slice(1)) expect(await redis.get(key)).toBe('1');
     const slots = await Promise.all(keys.map((key) => redis.call('CLUSTER', 'KEYSLOT', key)));
-    expect(slots[0]).toBe(slots[1]);
+    expect(new Set(slots).size).toBeGreaterThan(1);
   });
 
   it("one turn's counts of several policies, on several masters, are each exact", async () => {
@@ -90,7 +94,7 @@ describe('Redis Cluster (REDIS_CLUSTER_NODES)', () => {
     const keys = [...byMaster.values(), 'untagged'];
     // All asked in one turn: one batch, split per slot (one script may touch one slot only),
     // each part as big as the others (ioredis would group same-sized script calls by mistake).
-    const counted = await Promise.all([...keys, ...keys].map((key) => counter.add(key, 60, 1)));
+    const counted = await Promise.all([...keys, ...keys].map((key) => counter.add(key, 60, 1, 1000)));
     expect(counted.map((c) => c.consumed)).toEqual([...keys.map(() => 1), ...keys.map(() => 2)]);
   });
 
@@ -116,10 +120,13 @@ describe('Redis Cluster (REDIS_CLUSTER_NODES)', () => {
       const { gateways, prefix } = await clusterGateways();
       const revoked = fixture.apiKey(freshCustomer());
       await createRedisApiKeyStore(await clusterClient(prefix)).revoke(revoked.id);
+      const loaded = Array.from({ length: 8 }, freshCustomer);
       const valid = await Promise.all(
-        Array.from({ length: 8 }, async () => `Bearer ${await fixture.token(freshCustomer())}`),
+        loaded.map(async (customer) => `Bearer ${await fixture.token(customer)}`),
       );
-      const master = await cluster.masterOf(`${prefix}rl:{p:default:60}:any`);
+      // The master of one of the loaded customers' counters.
+      const counted = `${prefix}rl:p:default:60:{${loaded[0]!}}`;
+      const master = await cluster.masterOf(counted);
 
       const outcome = await loadThroughFailover(
         fixture,
@@ -142,7 +149,7 @@ describe('Redis Cluster (REDIS_CLUSTER_NODES)', () => {
       expect(outcome.windowMs).toBeLessThan(30_000);
 
       // On the promoted replica: a fresh customer gets exactly the limit again.
-      expect(await cluster.masterOf(`${prefix}rl:{p:default:60}:any`)).not.toBe(master);
+      expect(await cluster.masterOf(counted)).not.toBe(master);
       const statuses = await pastTheLimit(fixture, gateways);
       expect(statuses.filter((s) => s === 200)).toHaveLength(LIMIT);
       expect(statuses.filter((s) => s === 429)).toHaveLength(10);
