@@ -83,6 +83,7 @@ export function parseConfig(
   const problems = [
     ...new Set(schemaErrors.map(formatError)),
     ...crossFieldProblems(data as GatewayConfig, schemaErrors),
+    ...(valid ? productionProblems(data, options.env ?? process.env) : []),
   ];
   if (!valid || problems.length > 0) throw new ConfigError(source, problems);
   const config = data;
@@ -140,6 +141,22 @@ function crossFieldProblems(config: GatewayConfig, schemaErrors: readonly ErrorO
     ['tracing', () => checkTracing(config.tracing)],
   ];
   return checks.flatMap(([section, check]) => (broken.has(section) ? [] : check()));
+}
+
+/**
+ * Outside development (NODE_ENV=production, as the image sets it) the gateway trusts only a
+ * configured issuer: the development issuer's keys live in each process's data dir, so every
+ * replica would be an issuer of its own and a token would work on one of N.
+ */
+function productionProblems(config: GatewayConfig, env: NodeJS.ProcessEnv): string[] {
+  const { jwt } = config.auth;
+  const takesTokens = config.routes.some((route) => route.auth !== 'none');
+  if (env['NODE_ENV'] !== 'production' || !takesTokens) return [];
+  if (jwt.jwksUrl !== undefined || jwt.jwksFile !== undefined) return [];
+  return [
+    'auth.jwt: NODE_ENV=production needs the identity provider: set jwksUrl (or jwksFile), issuer and audience; ' +
+      "the development issuer is per data dir, each replica's own",
+  ];
 }
 
 /** Frozen once loaded: nothing may change the running config behind the operator's back. */
