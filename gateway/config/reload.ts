@@ -19,6 +19,15 @@ export interface ConfigReloader {
 /** Editors write files in several steps; wait for them to settle. */
 const SETTLE_MS = 200;
 
+/**
+ * Whether a directory event may have changed the config file: its own name, or an entry of
+ * the kubelet's atomic writer (a ConfigMap or Secret volume), which never writes the file but
+ * swaps the `..data` link to a new `..<timestamp>` directory; the file is a link through it.
+ */
+export function mayChangeConfig(eventName: string | null, configName: string): boolean {
+  return eventName === null || eventName === configName || eventName.startsWith('..');
+}
+
 /** The sections applied by a reload; any other section needs a restart. */
 const RELOADABLE: readonly (keyof GatewayConfig)[] = ['rateLimits'];
 
@@ -73,11 +82,12 @@ export function watchConfigFile(
     pendingRestart = restart;
   };
 
-  // Watch the directory, not the file: an editor's rename-into-place replaces the inode.
+  // Watch the directory, not the file: an editor's rename-into-place replaces the inode, and
+  // the kubelet swaps a link beside it.
   let watcher: FSWatcher | undefined;
   try {
     watcher = watch(dirname(path), (_event, name) => {
-      if (name !== null && name !== basename(path)) return;
+      if (!mayChangeConfig(name, basename(path))) return;
       clearTimeout(timer);
       timer = setTimeout(() => reload('file change'), SETTLE_MS);
     });

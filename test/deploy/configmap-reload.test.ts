@@ -1,0 +1,63 @@
+/**
+ * A ConfigMap edit reaches a running gateway within seconds. The kubelet never writes the
+ * mounted file: it writes a new timestamped directory, points `..data_tmp` at it, renames
+ * `..data_tmp` over `..data` (one atomic swap) and removes the old directory, while
+ * `portico.yaml` stays a link to `..data/portico.yaml`. This test does the same dance on a
+ * real directory and waits for the watcher to apply the new limits.
+ */
+import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadConfigFile, type GatewayConfig } from '../../gateway/config/load.ts';
+import { watchConfigFile } from '../../gateway/config/reload.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'portico-configmap-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const configWithLimit = (limit: number) =>
+  [
+    'rateLimits:',
+    '  policies:',
+    `    - { name: default, key: principal, limit: ${limit}, window: 60s }`,
+    '',
+  ].join('\n');
+
+/** The kubelet's atomic writer: a new timestamped dir, then `..data` swapped to it. */
+function kubeletWrite(volume: string, text: string, stamp: string): string {
+  const generation = `..2026_11_26_18_00_${stamp}.000000001`;
+  mkdirSync(join(volume, generation));
+  writeFileSync(join(volume, generation, 'portico.yaml'), text);
+  symlinkSync(generation, join(volume, '..data_tmp'));
+  renameSync(join(volume, '..data_tmp'), join(volume, '..data'));
+  return generation;
+}
+
+describe('a ConfigMap volume', () => {
+  it("applies new rate limits after the kubelet's ..data swap", async () => {
+    const volume = join(dir, 'config');
+    mkdirSync(volume);
+    const first = kubeletWrite(volume, configWithLimit(600), '00');
+    symlinkSync('..data/portico.yaml', join(volume, 'portico.yaml'));
+    const file = join(volume, 'portico.yaml');
+    const applied: GatewayConfig[] = [];
+    const log = pino({ level: 'silent' }, new Writable({ write: (_c, _e, callback) => callback() }));
+    const reloader = watchConfigFile(
+      file,
+      {},
+      { log, running: loadConfigFile(file, {}).config, apply: (c) => applied.push(c) },
+    );
+    try {
+      kubeletWrite(volume, configWithLimit(5), '01');
+      rmSync(join(volume, first), { recursive: true });
+      // The kubelet's own sync takes up to a minute; once it swaps, the gateway follows within seconds.
+      const deadline = Date.now() + 5000;
+      while (applied.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      expect(applied.map((c) => c.rateLimits.policies[0]!.limit)).toEqual([5]);
+    } finally {
+      reloader.close();
+    }
+  });
+});
