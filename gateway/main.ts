@@ -8,12 +8,15 @@
 import '../scripts/node-check.js';
 import cluster from 'node:cluster';
 import { installCrashGuard } from '../shared/crash-guard.ts';
+import { armExitDeadline } from '../shared/exit-deadline.ts';
 import { ConfigError } from './config/load.ts';
 import { createLogger } from './observability/logger.ts';
 import { runGateway } from './run.ts';
 import { reportListening, runPrimary, workerCount } from './workers.ts';
 
 const log = createLogger({ level: process.env['LOG_LEVEL'] ?? 'info' });
+/** What a stop may take beyond the drain deadline before the process exits regardless. */
+const STOP_MARGIN_MS = 2000;
 // The drain is bounded by listener.shutdownTimeoutMs; this bound only catches a drain that hangs.
 const crashGuard = installCrashGuard(log, { deadlineMs: 120_000 });
 
@@ -37,6 +40,10 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'shutting down');
+    // The drain cuts what is left at shutdownTimeoutMs; what closes after it (Redis, the audit
+    // log, the log itself) gets this margin, and then the process ends anyway.
+    const deadlineMs = running.config.listener.shutdownTimeoutMs + STOP_MARGIN_MS;
+    armExitDeadline(deadlineMs, () => log.error({ deadlineMs }, 'shutdown past its deadline: exiting'));
     running.stop().then(
       () => process.exit(0),
       (error: unknown) => {

@@ -16,11 +16,19 @@
 import '../scripts/node-check.js';
 import { pino } from 'pino';
 import { installCrashGuard } from '../shared/crash-guard.ts';
+import { armExitDeadline } from '../shared/exit-deadline.ts';
+import { createLogDestination } from '../shared/log-destination.ts';
 import { ServiceConfigError } from './config.ts';
 import { runService } from './run.ts';
 
 const env = process.env;
-const log = pino({ name: 'resource-service', level: env['LOG_LEVEL'] ?? 'info' });
+// Each line written as it comes, as pino's default does, but never blocking the process or
+// retrying forever on a stdout whose reader left (shared/log-destination.ts).
+const destination = createLogDestination(1);
+process.once('exit', () => destination.flushSync());
+const log = pino({ name: 'resource-service', level: env['LOG_LEVEL'] ?? 'info' }, destination);
+/** What a stop may take beyond the drain deadline before the process exits regardless. */
+const STOP_MARGIN_MS = 2000;
 const crashGuard = installCrashGuard(log, { deadlineMs: 120_000 });
 
 async function main(): Promise<void> {
@@ -36,6 +44,8 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'stopping');
+    const deadlineMs = running.shutdownTimeoutMs + STOP_MARGIN_MS;
+    armExitDeadline(deadlineMs, () => log.error({ deadlineMs }, 'stop past its deadline: exiting'));
     running.stop().then(
       () => process.exit(0),
       (err: unknown) => {

@@ -32,6 +32,8 @@ export interface ServiceProcess {
   reload(): void;
   /** Drains the service (SERVICE_SHUTDOWN_TIMEOUT_MS at most), then ends the database pool. */
   stop(): Promise<void>;
+  /** SERVICE_SHUTDOWN_TIMEOUT_MS: the drain's deadline. */
+  shutdownTimeoutMs: number;
 }
 
 /**
@@ -152,6 +154,7 @@ export async function runService(
     service,
     sql,
     tls,
+    shutdownTimeoutMs: config.shutdownTimeoutMs,
     reload() {
       try {
         service.reloadCertificates();

@@ -19,6 +19,7 @@ import { TLS_CLIENT_OPTIONS } from '../shared/tls-policy.ts';
 import { Lifecycle } from '../shared/lifecycle.ts';
 import { ConfigError } from '../gateway/config/load.ts';
 import { DEV_ISSUER, loadOrCreateDevIssuer } from '../gateway/identity/dev-issuer.ts';
+import { createLogDestination } from '../shared/log-destination.ts';
 import { createLogger } from '../gateway/observability/logger.ts';
 import { runGateway } from '../gateway/run.ts';
 import { defaultUpstreamTls } from '../gateway/upstream/config-schema.ts';
@@ -49,7 +50,8 @@ const env: NodeJS.ProcessEnv = {
 const dataDir = env['PORTICO_DATA_DIR'] ?? '.portico';
 const level = env['LOG_LEVEL'] ?? 'info';
 const gatewayLog = createLogger({ level });
-const serviceLog = pino({ name: 'resource-service', level });
+// Never blocking or retrying forever on a stdout whose reader left (`npm start | tee log`).
+const serviceLog = pino({ name: 'resource-service', level }, createLogDestination(1));
 const TOKEN_TTL_SECONDS = 3600;
 const DEFAULT_DATA_DIR = '.portico';
 

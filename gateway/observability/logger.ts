@@ -3,6 +3,7 @@
  * and never a header value, so credentials cannot reach them.
  */
 import { pino, type Logger } from 'pino';
+import { createLogDestination, type LogDestination } from '../../shared/log-destination.ts';
 import { pinoIsoTime } from './iso-time.ts';
 
 const BASE = { service: 'portico-gateway' };
@@ -23,9 +24,10 @@ export function createLogger(options: { level?: string; destination?: NodeJS.Wri
     // in one write. A write per request line cost ~6% of the gateway's CPU under load in a
     // profile. The batch is written synchronously: an asynchronous fs.write hands each one to
     // a libuv pool thread, and waking that thread cost more than the write itself (a profile
-    // under load: ~6% of the CPU in fs.write calls). pino flushes what is pending when the
+    // under load: ~6% of the CPU in fs.write calls). What is pending is written once when the
     // process exits (the crash guard exits too); a SIGKILL can lose the last 250 ms of log
-    // lines, never audit records.
+    // lines, never audit records. A stdout whose reader left or stopped reading loses lines,
+    // never holds the process (shared/log-destination.ts).
     options.destination ?? batchedStdout(),
   );
 }
@@ -70,11 +72,11 @@ export function requestLineWriter(log: Logger): ((line: RequestLine) => void) | 
   };
 }
 
-/** Destinations with lines still batched; pino flushes only asynchronous ones at exit. */
-const batched = new Set<ReturnType<typeof pino.destination>>();
+/** Destinations with lines still batched, written once at exit. */
+const batched = new Set<LogDestination>();
 
-function batchedStdout(): ReturnType<typeof pino.destination> {
-  const destination = pino.destination({ dest: 1, sync: true, minLength: 4096, periodicFlush: 250 });
+function batchedStdout(): LogDestination {
+  const destination = createLogDestination(1, { minLength: 4096, periodicFlushMs: 250 });
   if (batched.size === 0) process.once('exit', () => batched.forEach((d) => d.flushSync()));
   batched.add(destination);
   return destination;
