@@ -13,6 +13,7 @@ import {
   redisKeyPrefixFromEnv,
   redisTargetFromEnv,
   waitForRedis,
+  explainRedisError,
   type RedisClient,
 } from '../shared/redis.ts';
 import { loadConfig, type GatewayConfig } from './config/load.ts';
@@ -169,9 +170,16 @@ async function connectRedis(
     keyPrefix: redisKeyPrefixFromEnv(env),
     commandTimeoutMs: config.rateLimits.storeTimeoutMs,
   });
-  redis.on('error', (error: Error) =>
-    log.debug({ err: { message: error.message } }, 'redis connection error'),
-  );
-  if (!(await waitForRedis(redis, 2000))) log.warn('Redis not reachable yet: starting degraded, retrying');
+  let lastError: Error | undefined;
+  redis.on('error', (error: Error) => {
+    lastError = error;
+    log.debug({ err: { message: error.message } }, 'redis connection error');
+  });
+  if (!(await waitForRedis(redis, 2000)))
+    log.warn(
+      // A TLS mismatch shows only as a reset: the reason names the likely cause and its setting.
+      lastError === undefined ? {} : { reason: explainRedisError(lastError, target.tls !== undefined) },
+      'Redis not reachable yet: starting degraded, retrying',
+    );
   return redis;
 }

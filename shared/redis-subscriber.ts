@@ -95,6 +95,8 @@ class ClusterSubscriber extends EventEmitter implements SubscriberConnection {
       // The cluster's own credentials (REDIS_USERNAME, REDIS_PASSWORD), as every node requires.
       ...(node.username === undefined ? {} : { username: node.username }),
       ...(node.password === undefined ? {} : { password: node.password }),
+      // And the cluster's TLS (REDIS_TLS and its files): invalidations cross hosts here too.
+      ...(node.tls === undefined ? {} : { tls: node.tls }),
       retryStrategy: () => null,
       connectTimeout: 2000,
       lazyConnect: false,

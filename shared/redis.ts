@@ -2,7 +2,8 @@
  * One way to connect to Redis for every part of Portico that uses it (rate limits,
  * revocations, cache invalidation), whichever way it is deployed: one node (`REDIS_URL`),
  * Redis Cluster (`REDIS_CLUSTER_NODES`) or a Sentinel-watched master (`REDIS_SENTINELS` with
- * `REDIS_SENTINEL_NAME`). All three fail fast instead of queueing.
+ * `REDIS_SENTINEL_NAME`). All three fail fast instead of queueing, and all three speak TLS when
+ * told to (redis-tls.ts: `rediss://`, or REDIS_TLS=true and the REDIS_TLS_* files).
  *
  * With ioredis defaults a down Redis makes commands wait in the offline queue, so a request
  * would hang; with the offline queue off and a short command timeout, a down or frozen Redis
@@ -10,9 +11,12 @@
  */
 import { Cluster, type Redis } from 'ioredis';
 import { LastingRedis } from './lasting-redis.ts';
+import { redisTlsFromEnv, type RedisTls } from './redis-tls.ts';
 import { createClusterSubscriber, type SubscriberConnection } from './redis-subscriber.ts';
 
 export type { SubscriberConnection } from './redis-subscriber.ts';
+export type { RedisTls } from './redis-tls.ts';
+export { explainRedisError } from './redis-tls.ts';
 
 /** A connection to Redis as the gateway uses it: a node (alone or behind Sentinel) or a cluster. */
 export type RedisClient = Redis | Cluster;
@@ -31,8 +35,8 @@ export interface RedisCredentials {
   password?: string;
 }
 
-/** Where Redis is, as the environment says. */
-export type RedisTarget =
+/** Where Redis is, as the environment says; `tls` when its connections are encrypted. */
+export type RedisTarget = (
   | { mode: 'single'; url: string }
   | { mode: 'cluster'; nodes: HostPort[]; credentials?: RedisCredentials }
   | {
@@ -42,7 +46,8 @@ export type RedisTarget =
       credentials?: RedisCredentials;
       /** The sentinels' own password (REDIS_SENTINEL_PASSWORD), when they require one. */
       sentinelPassword?: string;
-    };
+    }
+) & { tls?: RedisTls };
 
 export interface RedisOptions {
   url: string;
@@ -72,9 +77,13 @@ function nodeOptions(options: ConnectionOptions) {
   } as const;
 }
 
-/** A single node at `options.url`. */
-export function createRedisClient(options: RedisOptions): LastingRedis {
-  return new LastingRedis(options.url, { ...nodeOptions(options), retryStrategy });
+/** A single node at `options.url` (TLS for `rediss://`, with `tls`'s CA, certificate and name). */
+export function createRedisClient(options: RedisOptions & { tls?: RedisTls }): LastingRedis {
+  return new LastingRedis(options.url, {
+    ...nodeOptions(options),
+    retryStrategy,
+    ...(options.tls === undefined ? {} : { tls: options.tls }),
+  });
 }
 
 /**
@@ -91,11 +100,18 @@ export function redisTargetFromEnv(env: NodeJS.ProcessEnv): RedisTarget | undefi
   if (named.length > 1)
     throw new Error(`set only one of ${named.join(', ')}: they name different Redis deployments`);
   const credentials = credentialsFromEnv(env, url !== undefined);
+  const tls = redisTlsFromEnv(env, url);
+  const secure = tls === undefined ? {} : { tls };
   const sentinelPassword = env['REDIS_SENTINEL_PASSWORD'] || undefined;
   if (sentinelPassword !== undefined && sentinels === undefined)
     throw new Error('REDIS_SENTINEL_PASSWORD is set but REDIS_SENTINELS is not');
   if (clusterNodes !== undefined)
-    return { mode: 'cluster', nodes: parseHostPorts('REDIS_CLUSTER_NODES', clusterNodes), credentials };
+    return {
+      mode: 'cluster',
+      nodes: parseHostPorts('REDIS_CLUSTER_NODES', clusterNodes),
+      credentials,
+      ...secure,
+    };
   if (sentinels !== undefined) {
     const name = env['REDIS_SENTINEL_NAME'];
     if (name === undefined || name === '')
@@ -106,9 +122,10 @@ export function redisTargetFromEnv(env: NodeJS.ProcessEnv): RedisTarget | undefi
       name,
       credentials,
       ...(sentinelPassword === undefined ? {} : { sentinelPassword }),
+      ...secure,
     };
   }
-  return url === undefined ? undefined : { mode: 'single', url };
+  return url === undefined ? undefined : { mode: 'single', url, ...secure };
 }
 
 /**
@@ -151,7 +168,7 @@ export function parseHostPorts(variable: string, value: string): HostPort[] {
 export function createRedisConnection(target: RedisTarget, options: ConnectionOptions = {}): RedisClient {
   switch (target.mode) {
     case 'single':
-      return createRedisClient({ ...options, url: target.url });
+      return createRedisClient({ ...options, url: target.url, ...(target.tls ? { tls: target.tls } : {}) });
     case 'sentinel':
       return new LastingRedis(undefined, {
         ...nodeOptions(options),
@@ -162,18 +179,27 @@ export function createRedisConnection(target: RedisTarget, options: ConnectionOp
         retryStrategy,
         sentinelRetryStrategy: retryStrategy,
         sentinelCommandTimeout: 500,
+        // TLS both to the sentinels and to the master and replicas they name.
+        ...(target.tls === undefined
+          ? {}
+          : { tls: target.tls, sentinelTLS: target.tls, enableTLSForSentinelMode: true }),
         // Subscribes to the sentinels' +switch-master: the client moves to a promoted replica
         // when the sentinels decide, not at its next failed reconnect.
         failoverDetector: true,
       });
     case 'cluster':
-      return createCluster(target.nodes, target.credentials ?? {}, options);
+      return createCluster(
+        target.nodes,
+        { ...target.credentials, ...(target.tls ? { tls: target.tls } : {}) },
+        options,
+      );
   }
 }
 
+/** `perNodeAccess`: the credentials and TLS of every data node (the nodes the cluster names included). */
 function createCluster(
   nodes: HostPort[],
-  credentials: RedisCredentials,
+  perNodeAccess: RedisCredentials & { tls?: RedisTls },
   options: ConnectionOptions,
 ): Cluster {
   const { keyPrefix, enableOfflineQueue, enableAutoPipelining, ...perNode } = nodeOptions(options);
@@ -181,7 +207,7 @@ function createCluster(
     keyPrefix,
     enableOfflineQueue,
     enableAutoPipelining,
-    redisOptions: { ...perNode, ...credentials },
+    redisOptions: { ...perNode, ...perNodeAccess },
     clusterRetryStrategy: retryStrategy,
     // A command sent to a master that just died is retried once the slots are re-read; the
     // caller's own deadline (the store timeout) bounds how long that may take.
@@ -201,13 +227,14 @@ export function isCluster(client: RedisClient): client is Cluster {
 
 /** How the gateway names the deployment in logs (no credentials: URLs are not echoed). */
 export function describeTarget(target: RedisTarget): string {
+  const over = target.tls === undefined ? '' : ' over TLS';
   switch (target.mode) {
     case 'single':
-      return 'one Redis node';
+      return `one Redis node${over}`;
     case 'cluster':
-      return `Redis Cluster (seeds ${target.nodes.map((n) => `${n.host}:${n.port}`).join(', ')})`;
+      return `Redis Cluster (seeds ${target.nodes.map((n) => `${n.host}:${n.port}`).join(', ')})${over}`;
     case 'sentinel':
-      return `Redis Sentinel master "${target.name}" (sentinels ${target.sentinels.map((n) => `${n.host}:${n.port}`).join(', ')})`;
+      return `Redis Sentinel master "${target.name}" (sentinels ${target.sentinels.map((n) => `${n.host}:${n.port}`).join(', ')})${over}`;
   }
 }
 

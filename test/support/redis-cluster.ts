@@ -5,7 +5,7 @@
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { createRedisNodes, type RedisNode } from './redis-nodes.ts';
+import { createRedisNodes, type RedisNode, type RedisNodesTls } from './redis-nodes.ts';
 
 const run = promisify(execFile);
 
@@ -22,13 +22,14 @@ export interface OwnRedisCluster {
 
 /**
  * `nodeTimeoutMs`: how long a silent master takes to be declared failed (default 1000 ms);
- * `password`: every node requires it (requirepass, masterauth).
+ * `password`: every node requires it (requirepass, masterauth); `tls`: every node, and the
+ * cluster bus between them, speaks TLS only.
  */
 export async function startRedisCluster(
-  options: { nodeTimeoutMs?: number; password?: string } = {},
+  options: { nodeTimeoutMs?: number; password?: string; tls?: RedisNodesTls } = {},
 ): Promise<OwnRedisCluster> {
-  const { password } = options;
-  const fleet = createRedisNodes('cluster');
+  const { password, tls } = options;
+  const fleet = createRedisNodes('cluster', tls === undefined ? {} : { tls });
   try {
     const nodes = await Promise.all(
       Array.from({ length: 6 }, () =>
@@ -41,6 +42,7 @@ export async function startRedisCluster(
             'cluster-replica-validity-factor 0',
             // Replicas sync at once, not after Redis's default 5 s wait for more of them.
             'repl-diskless-sync-delay 0',
+            ...(tls === undefined ? [] : ['tls-cluster yes']),
           ],
           password === undefined ? {} : { password },
         ),
@@ -57,6 +59,9 @@ export async function startRedisCluster(
         '1',
         '--cluster-yes',
         ...(password === undefined ? [] : ['-a', password, '--no-auth-warning']),
+        ...(tls === undefined
+          ? []
+          : ['--tls', '--cacert', tls.caFile, '--cert', tls.client.certFile, '--key', tls.client.keyFile]),
       ],
       {
         timeout: 30_000,

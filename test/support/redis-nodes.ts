@@ -20,6 +20,33 @@ export interface RedisNode {
   alive(): boolean;
 }
 
+/**
+ * TLS only (`port 0`, `tls-port`): the servers' certificate and the client certificate they
+ * present to each other (replication, cluster bus, sentinels) and accept from clients
+ * (`tls-auth-clients yes`), all from one test CA.
+ */
+export interface RedisNodesTls {
+  caFile: string;
+  ca: string;
+  server: { certFile: string; keyFile: string };
+  client: { certFile: string; keyFile: string; cert: string; key: string };
+}
+
+/** The config lines of a TLS-only node on `port`. */
+function tlsLines(port: number, tls: RedisNodesTls): string[] {
+  return [
+    'port 0',
+    `tls-port ${port}`,
+    `tls-cert-file ${tls.server.certFile}`,
+    `tls-key-file ${tls.server.keyFile}`,
+    `tls-client-cert-file ${tls.client.certFile}`,
+    `tls-client-key-file ${tls.client.keyFile}`,
+    `tls-ca-cert-file ${tls.caFile}`,
+    'tls-auth-clients yes',
+    'tls-replication yes',
+  ];
+}
+
 export interface RedisNodes {
   dir: string;
   /**
@@ -50,7 +77,8 @@ export async function waitForPort(port: number, timeoutMs = 5000): Promise<void>
   throw new Error(`redis-server did not listen on ${port}`);
 }
 
-export function createRedisNodes(label: string): RedisNodes {
+export function createRedisNodes(label: string, options: { tls?: RedisNodesTls } = {}): RedisNodes {
+  const { tls } = options;
   const dir = mkdtempSync(join(tmpdir(), `portico-${label}-`));
   const children = new Set<ChildProcess>();
   const clients: Redis[] = [];
@@ -77,7 +105,7 @@ export function createRedisNodes(label: string): RedisNodes {
     writeFileSync(
       conf,
       [
-        `port ${port}`,
+        ...(tls === undefined ? [`port ${port}`] : tlsLines(port, tls)),
         'bind 127.0.0.1',
         `dir ${dir}`,
         'save ""',
@@ -100,6 +128,7 @@ export function createRedisNodes(label: string): RedisNodes {
           lazyConnect: false,
           maxRetriesPerRequest: 1,
           ...(password === undefined ? {} : { password }),
+          ...(tls === undefined ? {} : { tls: { ca: tls.ca, cert: tls.client.cert, key: tls.client.key } }),
         });
         made.on('error', () => {});
         clients.push(made);

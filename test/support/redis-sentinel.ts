@@ -3,7 +3,7 @@
  * watching them (quorum 2), all `redis-server` on free ports, with a short down-after so a
  * killed master is replaced within a few seconds.
  */
-import { createRedisNodes, type RedisNode } from './redis-nodes.ts';
+import { createRedisNodes, type RedisNode, type RedisNodesTls } from './redis-nodes.ts';
 
 export interface OwnRedisSentinel {
   master: RedisNode;
@@ -19,12 +19,12 @@ export interface OwnRedisSentinel {
 
 /**
  * `password`: the master and replica require it; `sentinelPassword`: the sentinels require
- * theirs (and use it between themselves).
+ * theirs (and use it between themselves); `tls`: data nodes and sentinels speak TLS only.
  */
 export async function startRedisSentinel(
-  options: { downAfterMs?: number; password?: string; sentinelPassword?: string } = {},
+  options: { downAfterMs?: number; password?: string; sentinelPassword?: string; tls?: RedisNodesTls } = {},
 ): Promise<OwnRedisSentinel> {
-  const fleet = createRedisNodes('sentinel');
+  const fleet = createRedisNodes('sentinel', options.tls === undefined ? {} : { tls: options.tls });
   const name = 'portico-test';
   const { password, sentinelPassword } = options;
   const data = password === undefined ? {} : { password };
