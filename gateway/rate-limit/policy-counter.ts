@@ -122,6 +122,11 @@ export class PolicyCounter {
           points,
           limit,
         );
+        // The fleet has used the whole limit: should Redis fail before this window ends, this
+        // gateway's share of it is spent too. Only a refusal pays for this (the hot path does
+        // not), and it keeps a failover right after a limit was reached at the limit.
+        if (counted.consumed > limit)
+          await policy.share.block(key, Math.max(1, Math.ceil(counted.msBeforeNext / 1000)));
         return { ...counted, limit, store: 'redis' };
       } catch (error) {
         this.failures++;
