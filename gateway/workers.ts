@@ -15,6 +15,7 @@ import { availableParallelism } from 'node:os';
 import type { Logger } from 'pino';
 import { AggregatorRegistry, type Registry } from 'prom-client';
 import { redisTargetFromEnv } from '../shared/redis.ts';
+import { WORKER_SLOT_VARIABLE } from '../shared/worker-slot.ts';
 
 const READY = 'portico:worker-ready';
 const METRICS_REQUEST = 'portico:metrics-request';
@@ -101,7 +102,7 @@ export function runPrimary(count: number, env: NodeJS.ProcessEnv, log: Logger): 
       primary.stopAll();
     });
   log.info({ workers: count }, 'starting gateway workers');
-  primary.fork();
+  primary.fork(1);
   return {
     reload() {
       for (const worker of workers()) worker.process.kill('SIGHUP');
@@ -117,6 +118,8 @@ class Primary {
   readonly #aggregator = new AggregatorRegistry();
   /** Workers that reported listening and have not exited. */
   readonly #ready = new Set<number>();
+  /** Each worker's slot (1..count), by cluster worker id: a replacement takes the dead one's. */
+  readonly #slots = new Map<number, number>();
   #allForked = false;
   #stopping = false;
   #exitCode = 0;
@@ -129,8 +132,9 @@ class Primary {
     this.log = log;
   }
 
-  fork(): void {
-    const worker = cluster.fork();
+  fork(slot: number): void {
+    const worker = cluster.fork({ [WORKER_SLOT_VARIABLE]: String(slot) });
+    this.#slots.set(worker.id, slot);
     worker.on('message', (message: Message) => {
       if (message.type === READY) this.#onReady(worker);
       if (message.type === METRICS_REQUEST) this.#answerMetrics(worker, message.id);
@@ -146,6 +150,8 @@ class Primary {
 
   onExit(worker: Worker, code: number, signal: string): void {
     const started = this.#ready.delete(worker.id);
+    const slot = this.#slots.get(worker.id) ?? 1;
+    this.#slots.delete(worker.id);
     const facts = { pid: worker.process.pid, code, signal };
     if (this.#stopping) {
       if (code !== 0) this.#exitCode = 1;
@@ -158,7 +164,7 @@ class Primary {
       this.stopAll();
     } else {
       this.log.error(facts, 'gateway worker died; starting a replacement');
-      this.fork();
+      this.fork(slot);
     }
   }
 
@@ -167,7 +173,7 @@ class Primary {
     this.#ready.add(worker.id);
     if (!this.#allForked) {
       this.#allForked = true;
-      for (let i = 1; i < this.count; i++) this.fork();
+      for (let slot = 2; slot <= this.count; slot++) this.fork(slot);
     }
     if (this.#ready.size === this.count) this.log.info({ workers: this.count }, 'gateway workers listening');
   }

@@ -5,10 +5,24 @@
  * milliseconds later (BATCH_MS), in order, so a request never waits on the disk. The queue is
  * bounded: past it, entries are counted and dropped rather than exhausting memory, and the
  * next record written says how many were lost (the chain itself stays intact).
+ *
+ * A batch the file refuses (a full disk, an I/O error) leaves nothing behind (audit-sink.ts):
+ * its records are counted as lost, with the period they cover, and the first batch that is
+ * written again begins with a gap record stating them, so that a verifier reports a declared
+ * gap and its size rather than a broken chain.
  */
-import { closeSync, fstatSync, openSync, readSync, writeSync } from 'node:fs';
 import type { Logger } from 'pino';
-import { GENESIS_PREV, sealRecord, sha256Hex, type AuditEntry } from './audit-record.ts';
+import { workerSlot } from '../../shared/worker-slot.ts';
+import { readChainEnd } from './chain-end.ts';
+import {
+  GENESIS_PREV,
+  sealGapRecord,
+  sealRecord,
+  sha256Hex,
+  type AuditEntry,
+  type AuditGap,
+} from './audit-record.ts';
+import { fileSink, stdoutSink } from './audit-sink.ts';
 
 export type { AuditEntry } from './audit-record.ts';
 
@@ -18,6 +32,12 @@ export interface AuditLogOptions {
   logger: Logger;
   /** Entries waiting to be written before new ones are dropped. */
   maxQueue?: number;
+  /**
+   * This writer's chain when several processes append to one file. Defaults to the worker
+   * slot under GATEWAY_WORKERS (shared/worker-slot.ts), and to the unnamed chain in a gateway
+   * process of its own, the one writer of its file.
+   */
+  chain?: string | undefined;
 }
 
 export interface AuditLog {
@@ -29,7 +49,6 @@ export interface AuditLog {
   close(): Promise<void>;
 }
 
-const TAIL_BYTES = 64 * 1024;
 /**
  * Records queued within this window are sealed and written together. A file write per
  * event-loop turn showed as ~4-5% of the gateway's CPU in a profile under load; measured here,
@@ -38,48 +57,15 @@ const TAIL_BYTES = 64 * 1024;
  */
 const BATCH_MS = 5;
 
-/** Where an existing file's chain ends: the hash of its last line and the next sequence number. */
-function readChainEnd(path: string): { prev: string; seq: number; needsNewline: boolean } {
-  let fd: number;
-  try {
-    fd = openSync(path, 'r');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT')
-      return { prev: GENESIS_PREV, seq: 0, needsNewline: false };
-    throw error;
-  }
-  try {
-    const size = fstatSync(fd).size;
-    if (size === 0) return { prev: GENESIS_PREV, seq: 0, needsNewline: false };
-    const length = Math.min(size, TAIL_BYTES);
-    const tail = Buffer.alloc(length);
-    readSync(fd, tail, 0, length, size - length);
-    // A crash can leave a cut last line; the chain continues from the last whole one, and
-    // the verifier will point at the cut line, which is the truth.
-    const needsNewline = tail[length - 1] !== 0x0a;
-    const end = tail.lastIndexOf(0x0a, length - 1);
-    if (end === -1) throw new Error(`audit log ${path} does not end with a complete audit record`);
-    const start = tail.lastIndexOf(0x0a, end - 1) + 1;
-    if (start === 0 && length < size) throw new Error(`audit log ${path}: last record longer than 64 KiB`);
-    const last = tail.subarray(start, end);
-    const { seq } = JSON.parse(last.toString('utf8')) as { seq?: unknown };
-    if (typeof seq !== 'number' || !Number.isInteger(seq)) {
-      throw new Error(`audit log ${path} does not end with an audit record; move it aside`);
-    }
-    return { prev: sha256Hex(last), seq: seq + 1, needsNewline };
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/** Opens (or creates, mode 0600) the audit log and continues its chain. */
+/** Opens (or creates, mode 0600) the audit log and continues this writer's chain. */
 export function createAuditLog(options: AuditLogOptions): AuditLog {
   const { logger } = options;
+  const chain = options.chain ?? workerSlot();
   const maxQueue = options.maxQueue ?? 100_000;
   const toStdout = options.path === '-';
   let { prev, seq, needsNewline } = toStdout
     ? { prev: GENESIS_PREV, seq: 0, needsNewline: false }
-    : readChainEnd(options.path);
+    : readChainEnd(options.path, chain);
   if (needsNewline)
     logger.warn({ path: options.path }, 'audit log ends with a cut record; continuing after it');
 
@@ -88,34 +74,60 @@ export function createAuditLog(options: AuditLogOptions): AuditLog {
   // Each entry with how many were dropped just before it (told in its record).
   let queue: [AuditEntry, number][] = [];
   let dropped = 0;
+  // Entries that could not be sealed at the end of the last batch, told by the next record.
+  let unsealedBefore = 0;
+  // Records lost to failed writes and not yet stated in the file.
+  let gap: AuditGap | undefined;
   let scheduled: NodeJS.Timeout | undefined;
+
+  /** Seals `line` as the next record of the chain, appended to `lines`. */
+  const append = (lines: string[], line: string) => {
+    prev = sha256Hex(line);
+    seq += 1;
+    lines.push(line);
+  };
 
   function drain(): void {
     clearTimeout(scheduled);
     scheduled = undefined;
-    if (queue.length === 0) return;
+    if (queue.length === 0 && gap === undefined) return;
     const batch = queue;
     queue = [];
-    let chunk = needsNewline ? '\n' : '';
-    needsNewline = false;
-    let unwritable = 0;
+    const before = { prev, seq };
+    const lines: string[] = [];
+    if (gap !== undefined) append(lines, sealGapRecord(gap, { chain, seq, prev }, Date.now()));
+    let unwritable = unsealedBefore;
     for (const [entry, droppedBefore] of batch) {
-      let line: string;
       try {
         const lost = droppedBefore + unwritable;
-        line = sealRecord(entry, seq, prev, lost > 0 ? { dropped: lost } : {});
+        append(lines, sealRecord(entry, { chain, seq, prev }, lost > 0 ? { dropped: lost } : {}));
+        unwritable = 0;
       } catch (error) {
         // Runs outside any request: a throw here would take the process down.
         logger.error({ err: (error as Error).message }, 'audit entry could not be written');
         unwritable += 1;
-        continue;
       }
-      unwritable = 0;
-      prev = sha256Hex(line);
-      seq += 1;
-      chunk += `${line}\n`;
     }
-    out.write(chunk);
+    if (lines.length === 0) return void (unsealedBefore = unwritable);
+    const failure = out.write(`${needsNewline ? '\n' : ''}${lines.join('\n')}\n`);
+    if (failure === undefined) {
+      needsNewline = false;
+      unsealedBefore = unwritable;
+      if (gap !== undefined)
+        logger.warn(gapFacts(gap), 'audit log written again; the lost records are stated in it');
+      gap = undefined;
+      return;
+    }
+    // Nothing of the batch is in the file: the chain goes on from where it was.
+    ({ prev, seq } = before);
+    if (gap === undefined)
+      logger.error(
+        { reason: failure },
+        'audit log write failed; counting the records lost until a write succeeds',
+      );
+    // The batch's own unsealable entries are among those it counts.
+    gap = widenGap(gap, batch, failure, unsealedBefore);
+    unsealedBefore = 0;
   }
 
   function flush(): Promise<void> {
@@ -137,55 +149,37 @@ export function createAuditLog(options: AuditLogOptions): AuditLog {
     flush,
     async close() {
       await flush();
+      // Still failing: the loss can only be told here.
+      if (gap !== undefined)
+        logger.error(gapFacts(gap), 'audit log closed with lost records no record states');
       out.close();
     },
   };
 }
 
-/** Where sealed batches go. */
-interface Sink {
-  write(chunk: string): void;
-  /** Resolves once everything written so far is out. */
-  flushed(): Promise<void>;
-  close(): void;
+/** `gap` grown by a batch that could not be written (and the drops its records would have told). */
+function widenGap(
+  gap: AuditGap | undefined,
+  batch: readonly [AuditEntry, number][],
+  reason: string,
+  unsealedBefore: number,
+): AuditGap {
+  let records = (gap?.records ?? 0) + unsealedBefore;
+  let from = gap?.from ?? Infinity;
+  let to = gap?.to ?? -Infinity;
+  for (const [entry, droppedBefore] of batch) {
+    records += 1 + droppedBefore;
+    const time = entry.time ?? Date.now();
+    from = Math.min(from, time);
+    to = Math.max(to, time);
+  }
+  if (!Number.isFinite(from)) from = to = Date.now();
+  return { records, from, to, reason: gap?.reason ?? reason };
 }
 
-/**
- * The file, appended to synchronously, one write per batch: an asynchronous write hands each
- * batch to a libuv pool thread, and waking that thread cost the gateway more than the write
- * (~4% of its CPU under load in a profile). A page-cache append of a few KiB takes microseconds.
- */
-function fileSink(path: string, logger: Logger): Sink {
-  const fd = openSync(path, 'a', 0o600);
-  let closed = false;
-  return {
-    write(chunk) {
-      if (closed) return;
-      try {
-        const bytes = Buffer.from(chunk);
-        for (let offset = 0; offset < bytes.length;)
-          offset += writeSync(fd, bytes, offset, bytes.length - offset);
-      } catch (error) {
-        logger.error({ err: (error as Error).message }, 'audit log write failed');
-      }
-    },
-    flushed: () => Promise.resolve(),
-    close() {
-      if (closed) return;
-      closed = true;
-      closeSync(fd);
-    },
-  };
-}
-
-/** Standard output (`-`), through Node's stream, which may be a pipe that is not ready. */
-function stdoutSink(logger: Logger): Sink {
-  const out = process.stdout;
-  out.on('error', (error: Error) => logger.error({ err: error.message }, 'audit log write failed'));
-  return {
-    write: (chunk) => void out.write(chunk),
-    // Writes complete in order: the callback of an empty write comes after all before it.
-    flushed: () => new Promise((resolve) => out.write('', () => resolve())),
-    close() {},
-  };
-}
+const gapFacts = (gap: AuditGap) => ({
+  records: gap.records,
+  from: new Date(gap.from).toISOString(),
+  to: new Date(gap.to).toISOString(),
+  reason: gap.reason,
+});

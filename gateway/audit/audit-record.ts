@@ -6,6 +6,12 @@
  * previous line's exact bytes (64 zeros for the first) and `hash` the SHA-256 of this line
  * up to, not including, `,"hash"` and closed with `}`. `hash` lets the verifier name the very
  * record that was edited; `prev` catches a record removed, inserted or reordered.
+ *
+ * Each writer keeps a chain of its own: with GATEWAY_WORKERS above 1 every worker appends to
+ * the same file, and its records carry `"chain":"<worker slot>"` right after `seq`; `prev` and
+ * `seq` then follow the previous record of the same chain. A single process writes no `chain`
+ * (the unnamed chain, as before workers). A gap record (`"gap":{...}`) states records that
+ * were lost, how many and over which period, and why, where the chain resumes.
  */
 import { hash } from 'node:crypto';
 import { isoTime } from '../observability/iso-time.ts';
@@ -71,17 +77,35 @@ function escapeControls(json: string): string {
   );
 }
 
-/** Builds the sealed line (without newline) for `entry` as record `seq` after `prev`. */
+/** Where a record sits: its chain (absent for the unnamed one), its number and its predecessor. */
+export interface ChainPosition {
+  chain?: string | undefined;
+  seq: number;
+  prev: string;
+}
+
+/** Records lost to a failed write, stated where the chain resumes. */
+export interface AuditGap {
+  /** How many records were lost. */
+  records: number;
+  /** Epoch milliseconds of the first and last lost record. */
+  from: number;
+  to: number;
+  /** Why: the error code of the failed write (`ENOSPC`, `EIO`, `short write`, ...). */
+  reason: string;
+}
+
+/** Builds the sealed line (without newline) for `entry` at `position`. */
 export function sealRecord(
   entry: AuditEntry,
-  seq: number,
-  prev: string,
+  position: ChainPosition,
   extra: { dropped?: number } = {},
 ): string {
   const route = text(entry.route);
   const query = route?.indexOf('?') ?? -1;
   const record = {
-    seq,
+    seq: position.seq,
+    chain: position.chain,
     time: isoTime(entry.time ?? Date.now()),
     requestId: text(entry.requestId),
     traceId: text(entry.traceId),
@@ -102,11 +126,24 @@ export function sealRecord(
     cache: text(entry.cache),
     retries: entry.retries?.map((retry) => ({ target: text(retry.target), reason: text(retry.reason) })),
     ...(extra.dropped === undefined ? {} : { droppedBefore: extra.dropped }),
-    prev,
+    prev: position.prev,
   };
-  const body = escapeControls(JSON.stringify(record));
-  return `${body.slice(0, -1)},"hash":"${sha256Hex(body)}"}`;
+  return seal(escapeControls(JSON.stringify(record)));
 }
+
+/** Builds the sealed line of a gap record, written at `time`, at `position`. */
+export function sealGapRecord(gap: AuditGap, position: ChainPosition, time: number): string {
+  const record = {
+    seq: position.seq,
+    chain: position.chain,
+    time: isoTime(time),
+    gap: { records: gap.records, from: isoTime(gap.from), to: isoTime(gap.to), reason: text(gap.reason) },
+    prev: position.prev,
+  };
+  return seal(escapeControls(JSON.stringify(record)));
+}
+
+const seal = (body: string) => `${body.slice(0, -1)},"hash":"${sha256Hex(body)}"}`;
 
 /** Splits a sealed line into the body its hash covers and the hash; undefined when unsealed. */
 export function unsealRecord(line: string): { body: string; hash: string } | undefined {

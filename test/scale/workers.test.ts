@@ -4,11 +4,9 @@
  * the admin listener is the sum of both; a killed worker is replaced; SIGTERM drains all and
  * leaves no process behind. Without Redis the start says that limits are per worker.
  */
-import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { GatewayProcess } from '../gateway/support/gateway-process.ts';
+import { onNewConnections, until, workerPids } from './support/gateway-workers.ts';
 import {
   freshCustomer,
   LIMIT,
@@ -33,43 +31,6 @@ const alive = (pid: number) => {
     return false;
   }
 };
-
-async function until(condition: () => boolean, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-  expect(condition()).toBe(true);
-}
-
-/** The primary's children: its workers. */
-function workerPids(gateway: GatewayProcess): number[] {
-  try {
-    return execFileSync('ps', ['-o', 'pid=', '--ppid', String(gateway.child.pid)], { encoding: 'utf8' })
-      .split('\n')
-      .filter((line) => line.trim() !== '')
-      .map(Number);
-  } catch {
-    return []; // ps exits 1 when there are none
-  }
-}
-
-/** Each request on a connection of its own, so the listener's round robin reaches every worker. */
-async function onNewConnections(port: number, authorization: string, count: number): Promise<number[]> {
-  return Promise.all(
-    Array.from({ length: count }, async () => {
-      const agent = new Agent({ connect: { rejectUnauthorized: false, servername: 'localhost' } });
-      try {
-        const response = await request(`https://localhost:${port}/v1/orders`, {
-          headers: { authorization },
-          dispatcher: agent,
-        });
-        await response.body.text();
-        return response.statusCode;
-      } finally {
-        await agent.close();
-      }
-    }),
-  );
-}
 
 async function requestsCounted(adminPort: number): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();

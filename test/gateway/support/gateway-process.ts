@@ -95,7 +95,9 @@ export async function startGatewayProcess(
 
   let listening: Record<string, unknown>;
   try {
-    listening = await waitForLog('gateway listening');
+    // Generous: a worker's start (type stripping, keys, TLS) took over 10 s on a shared,
+    // loaded 2-core machine; a start that fails still ends this wait when the process exits.
+    listening = await waitForLog('gateway listening', 40_000);
   } catch (error) {
     child.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
