@@ -54,6 +54,8 @@ export interface RateLimiterStatus {
    * more): a store failure leaves each its share of a limit. 1 without Redis.
    */
   fleetSize: number;
+  /** What a store failure does now (the policies' `onStoreFailure`): readiness follows it. */
+  onStoreFailure: RateLimitsConfig['onStoreFailure'];
 }
 
 /**
@@ -242,6 +244,7 @@ export function createRateLimiter(initial: RateLimitsConfig, deps: RateLimiterDe
           (redis.status !== 'ready' || Date.now() - counter.lastFailureAt < DEGRADED_FOR_MS),
         storeFailures: counter.failures,
         fleetSize: fleet?.size() ?? 1,
+        onStoreFailure: config.onStoreFailure,
       };
     },
 

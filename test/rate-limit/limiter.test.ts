@@ -267,6 +267,12 @@ describe('without Redis', () => {
     expect((await limiter.check(request())).kind).toBe('allowed');
     const second = await limiter.check(request());
     expect(second.kind).toBe('limited');
-    expect(limiter.status()).toEqual({ backend: 'memory', degraded: false, storeFailures: 0, fleetSize: 1 });
+    expect(limiter.status()).toEqual({
+      backend: 'memory',
+      degraded: false,
+      storeFailures: 0,
+      fleetSize: 1,
+      onStoreFailure: 'memory',
+    });
   });
 });
