@@ -226,7 +226,7 @@ export function configReference(env: NodeJS.ProcessEnv = {}): string {
   const walk = (schema: SchemaNode, path: string) => {
     const type = schema.enum
       ? schema.enum.map((v) => `\`${String(v)}\``).join(' \\| ')
-      : (schema.type ?? 'any');
+      : (schema.type ?? schema.anyOf?.map((option) => option.type ?? 'any').join(' \\| ') ?? 'any');
     const isObject = schema.type === 'object' && schema.properties !== undefined;
     const shownDefault =
       schema.default === undefined || (isObject && JSON.stringify(schema.default) === '{}')
@@ -251,4 +251,5 @@ interface SchemaNode {
   description?: string;
   properties?: Record<string, SchemaNode>;
   items?: SchemaNode;
+  anyOf?: SchemaNode[];
 }

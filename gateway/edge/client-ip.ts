@@ -1,11 +1,21 @@
 /**
  * The client's address, as rate limits and the audit log count it.
  *
- * Behind a trusted load balancer (`proxy.trustProxy`), the address is the last entry of
- * X-Forwarded-For: the one that balancer appended. Entries before it came from the client
- * and can say anything, so they are never used to pick a rate-limit key.
+ * `proxy.trustProxy` names whom X-Forwarded-For is taken from, never anyone: a client that may
+ * write its own address picks a new rate-limit key per request.
+ * - `false` (the default): the connection's source is the client; the header is not read.
+ * - addresses and CIDRs of the proxies in front: when the connection comes from one of them,
+ *   the header is read from the right, past every named proxy, and the first other address is
+ *   the client (what the outermost trusted proxy appended). Entries left of it came from the
+ *   client and can say anything.
+ * - a hop count N: every connection comes through N proxies; the client is the address the
+ *   outermost of them appended, N from the right of the header and the source together.
  */
 import type { IncomingMessage } from 'node:http';
+import { BlockList, isIP } from 'node:net';
+
+/** The `proxy.trustProxy` value; `true` is refused by trustProxyProblems at load. */
+export type TrustProxy = boolean | number | readonly string[];
 
 /**
  * A socket address as the gateway states it: a dual-stack listener reports IPv4 peers as
@@ -20,12 +30,85 @@ export function peerAddress(req: IncomingMessage): string {
   return unmappedAddress(req.socket.remoteAddress ?? 'unknown');
 }
 
-export function createClientIp(trustProxy: boolean): (req: IncomingMessage) => string {
-  if (!trustProxy) return peerAddress;
+/** `10.0.0.0/8` or `10.1.2.3` into the list; false when it is neither. */
+function addEntry(list: BlockList, entry: string): boolean {
+  const [address = '', prefix, ...rest] = entry.trim().split('/');
+  const family = isIP(address);
+  if (family === 0 || rest.length > 0) return false;
+  const type = family === 4 ? 'ipv4' : 'ipv6';
+  if (prefix === undefined) {
+    list.addAddress(address, type);
+    return true;
+  }
+  const bits = Number(prefix);
+  if (!/^\d+$/.test(prefix) || bits > (family === 4 ? 32 : 128)) return false;
+  list.addSubnet(address, bits, type);
+  return true;
+}
+
+/** Each problem of a trustProxy value as `proxy.trustProxy...: reason`. */
+export function trustProxyProblems(trust: TrustProxy): string[] {
+  if (trust === true)
+    return [
+      'proxy.trustProxy: true would take X-Forwarded-For from anyone, so a client could name a new address per request; ' +
+        'name the proxies in front by address or CIDR (["10.0.0.0/8"]) or give their hop count (1)',
+    ];
+  if (!Array.isArray(trust)) return [];
+  const probe = new BlockList();
+  return (trust as readonly string[]).flatMap((entry, index) =>
+    addEntry(probe, entry)
+      ? []
+      : [`proxy.trustProxy[${index}]: ${JSON.stringify(entry)} is not an IP address or CIDR`],
+  );
+}
+
+/** Whether `address` is one of the named proxies. */
+function listMatcher(entries: readonly string[]): (address: string) => boolean {
+  const list = new BlockList();
+  for (const entry of entries) addEntry(list, entry);
+  return (address) => {
+    const family = isIP(address);
+    return family !== 0 && list.check(address, family === 4 ? 'ipv4' : 'ipv6');
+  };
+}
+
+const matchers = new WeakMap<readonly string[], (address: string) => boolean>();
+function matcherOf(entries: readonly string[]): (address: string) => boolean {
+  let matcher = matchers.get(entries);
+  if (matcher === undefined) matchers.set(entries, (matcher = listMatcher(entries)));
+  return matcher;
+}
+
+/** Whether the connection comes from a proxy whose forwarding headers are believed. */
+export function trustsPeer(trust: TrustProxy, req: IncomingMessage): boolean {
+  if (typeof trust === 'number') return true;
+  return Array.isArray(trust) && matcherOf(trust as readonly string[])(peerAddress(req));
+}
+
+/** The X-Forwarded-For entries, left to right. */
+function forwardedChain(req: IncomingMessage): string[] {
+  const forwarded = req.headers['x-forwarded-for'];
+  const list = Array.isArray(forwarded) ? forwarded.join(',') : (forwarded ?? '');
+  return list
+    .split(',')
+    .map((entry) => unmappedAddress(entry.trim()))
+    .filter((entry) => entry !== '');
+}
+
+export function createClientIp(trust: TrustProxy): (req: IncomingMessage) => string {
+  if (trust === true) throw new Error(trustProxyProblems(trust)[0]);
+  if (trust === false) return peerAddress;
+  if (typeof trust === 'number')
+    return (req) => {
+      const addresses = [...forwardedChain(req), peerAddress(req)];
+      return addresses[addresses.length - 1 - trust] ?? addresses[0]!;
+    };
+  const trusted = matcherOf(trust);
   return (req) => {
-    const forwarded = req.headers['x-forwarded-for'];
-    const list = Array.isArray(forwarded) ? forwarded.join(',') : (forwarded ?? '');
-    const last = list.split(',').at(-1)?.trim();
-    return last !== undefined && last !== '' ? last : peerAddress(req);
+    const peer = peerAddress(req);
+    if (!trusted(peer)) return peer;
+    const chain = forwardedChain(req);
+    for (let i = chain.length - 1; i >= 0; i--) if (!trusted(chain[i]!)) return chain[i]!;
+    return chain[0] ?? peer;
   };
 }

@@ -1,6 +1,7 @@
 /** The `proxy` config: how the gateway forwards to its upstreams. */
 import { Type, type Static } from '@sinclair/typebox';
 import { devPkiFiles } from '../../shared/dev-pki.ts';
+import { trustProxyProblems } from '../edge/client-ip.ts';
 import { defaultServiceOrigin } from '../stages/route-schema.ts';
 import { echoingOriginsSchema } from './answer-binding.ts';
 import { checkResilience, RESILIENCE_PROPERTIES } from './resilience-schema.ts';
@@ -80,13 +81,23 @@ export function createProxyConfigSchema(env: NodeJS.ProcessEnv) {
 }
 
 const PROXY_PROPERTIES = {
-  trustProxy: Type.Boolean({
-    default: false,
-    description:
-      'Off: Forwarded and X-Forwarded-* sent by the client are dropped and replaced with what this ' +
-      'gateway saw. On (only behind a load balancer that sets them): the incoming values are kept and ' +
-      'this hop is appended.',
-  }),
+  trustProxy: Type.Union(
+    [
+      Type.Boolean(),
+      Type.Integer({ minimum: 1, maximum: 16 }),
+      Type.Array(Type.String({ minLength: 1 }), { minItems: 1 }),
+    ],
+    {
+      default: false,
+      description:
+        'Whose forwarding headers are believed. false: none; Forwarded and X-Forwarded-* from the client are ' +
+        "replaced with what this gateway saw, and the connection's source is the client. A list of the " +
+        "proxies' addresses or CIDRs: from them, the incoming values are kept (this hop appended) and the " +
+        'client is the first X-Forwarded-For address from the right that is not a listed proxy. A hop count N: ' +
+        'every connection comes through N proxies; the client is the Nth address from the right. true (anyone) ' +
+        'is refused: a client could name a new address per request and dodge per-address limits.',
+    },
+  ),
   connectionsPerUpstream: Type.Integer({
     minimum: 1,
     default: 128,
@@ -134,7 +145,7 @@ export type ProxyConfig = Static<typeof ProxyConfigSchema>;
  * and named once, a certificate with its key.
  */
 export function checkProxy(proxy: ProxyConfig): string[] {
-  const problems: string[] = checkResilience(proxy);
+  const problems: string[] = [...trustProxyProblems(proxy.trustProxy), ...checkResilience(proxy)];
   const seen = new Set<string>();
   proxy.upstreamTls.forEach((entry, index) => {
     const at = `proxy.upstreamTls[${index}]`;

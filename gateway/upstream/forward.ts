@@ -142,7 +142,7 @@ export function createForward(config: ProxyConfig, deps: ForwardDeps): Forward {
 function upstreamHeaders(
   ctx: GatewayContext,
   method: string,
-  trustProxy: boolean,
+  trustProxy: ProxyConfig['trustProxy'],
   signingKey: AssertionKey | undefined,
 ): string[] {
   if (ctx.principal !== undefined) {

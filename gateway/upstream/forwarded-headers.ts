@@ -4,7 +4,7 @@
  * unless a trusted load balancer sent them.
  */
 import { IDENTITY_HEADER } from '../../shared/identity-assertion.ts';
-import { peerAddress } from '../edge/client-ip.ts';
+import { peerAddress, trustsPeer, type TrustProxy } from '../edge/client-ip.ts';
 import { hopByHopNames } from '../edge/http-hygiene.ts';
 import type { GatewayContext } from '../pipeline/context.ts';
 import { REQUEST_ID_HEADER } from '../stages/request-id.ts';
@@ -17,12 +17,13 @@ const NOT_FORWARDED = new Set(['host', 'expect', IDENTITY_HEADER, REQUEST_ID_HEA
 const COLON = 0x3a;
 
 /** The request's headers for the upstream, as a flat name, value, ... list. */
-export function forwardedHeaders(ctx: GatewayContext, trustProxy: boolean): string[] {
+export function forwardedHeaders(ctx: GatewayContext, trustProxy: TrustProxy): string[] {
   const { req } = ctx;
+  const trusted = trustsPeer(trustProxy, req);
   const drop = hopByHopNames(req.headers.connection);
   const out: string[] = [];
   // What a trusted load balancer said before us; never read otherwise.
-  const incoming = trustProxy ? new Map<string, string[]>() : undefined;
+  const incoming = trusted ? new Map<string, string[]>() : undefined;
   let cookies: string[] | undefined;
   ctx.upstreamHeaders.forEach((name, value) => {
     // HTTP/2 pseudo-headers are no HTTP/1.1 fields (`:authority` goes on as the forwarded host).
@@ -41,7 +42,7 @@ export function forwardedHeaders(ctx: GatewayContext, trustProxy: boolean): stri
   if (cookies !== undefined) out.push('cookie', cookies.join('; '));
 
   // Without a trusted balancer the client address is the peer's, already worked out.
-  const address = trustProxy ? peerAddress(req) : ctx.clientIp;
+  const address = trusted ? peerAddress(req) : ctx.clientIp;
   const host = req.headers.host ?? '';
   // RFC 7239: IPv6 addresses are bracketed and the node quoted.
   const node = address.includes(':') ? `"[${address}]"` : address;

@@ -71,7 +71,7 @@ describe('forwarding', () => {
   });
 
   it('with trustProxy on, keeps the incoming forwarding chain and appends this hop', async () => {
-    const { upstream, gw } = await setup(undefined, { proxy: { trustProxy: true } });
+    const { upstream, gw } = await setup(undefined, { proxy: { trustProxy: ['127.0.0.1'] } });
     const response = await get(gw, '/v1/x', {
       headers: { forwarded: 'for=10.0.0.1', 'x-forwarded-for': '10.0.0.1', 'x-forwarded-proto': 'https' },
     });
