@@ -98,10 +98,14 @@ function bySlot(batch: Pending[], prefix: string | undefined): Pending[][] {
   return [...groups.values()];
 }
 
-function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
+/** `promise`, or a rejection after `ms`; `onLate` runs when the deadline wins. */
+function withDeadline<T>(promise: Promise<T>, ms: number, onLate: () => void): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`Redis Cluster did not answer within ${ms} ms`)), ms);
+    timer = setTimeout(() => {
+      onLate();
+      reject(new Error(`Redis Cluster did not answer within ${ms} ms`));
+    }, ms);
   });
   return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
@@ -147,7 +151,21 @@ export function createRedisCounter(redis: RedisClient): RedisCounter {
       fail(error);
       return;
     }
-    if (deadlineMs !== undefined) reply = withDeadline(reply, deadlineMs);
+    if (deadlineMs !== undefined) {
+      // A cluster client goes on redirecting and retrying a command past the deadline (a
+      // slot moving, a master failing over), so a count reported failed may still land. The
+      // request was decided without it (refused, or counted in memory instead): what it
+      // added is given back, or a refusal would be charged after all.
+      let late = false;
+      const sent = reply;
+      reply = withDeadline(sent, deadlineMs, () => (late = true));
+      sent.then(
+        (counts) => {
+          if (late) giveBack(batch, counts);
+        },
+        () => {},
+      );
+    }
     reply.then((counts) => {
       batch.forEach((entry, index) =>
         entry.resolve({ consumed: Number(counts[2 * index]), msBeforeNext: Number(counts[2 * index + 1]) }),
@@ -155,7 +173,15 @@ export function createRedisCounter(redis: RedisClient): RedisCounter {
     }, fail);
   }
 
-  return {
+  /** Takes back what a batch answered too late added (its callers were told it failed). */
+  function giveBack(batch: Pending[], counts: number[]): void {
+    batch.forEach((entry, index) => {
+      if (entry.points > 0 && Number(counts[2 * index]) <= entry.limit)
+        counter.add(entry.key, entry.windowSeconds, -entry.points, entry.limit).catch(() => {});
+    });
+  }
+
+  const counter: RedisCounter = {
     add(key, windowSeconds, points, limit) {
       return new Promise((resolve, reject) => {
         // setImmediate, not nextTick: it runs after every socket that was readable in this
@@ -165,4 +191,5 @@ export function createRedisCounter(redis: RedisClient): RedisCounter {
       });
     },
   };
+  return counter;
 }
