@@ -20,6 +20,7 @@ import { DEFAULT_MAX_URI_BYTES, clientErrorProblem } from './http-hygiene.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
 import { Http2ConfigSchema, http2ServerOptions, lingerBeforeEnd, superviseSessions } from './http2.ts';
 import { createHttp2Requests } from './http2-requests.ts';
+import { createProgressTimeouts } from './progress-timeout.ts';
 import { NOSNIFF, connectProblem, createRefusals, requestLineOf, type Refusal } from './raw-refusal.ts';
 import { TLS_OPTIONS, type CertificatePair } from './tls.ts';
 
@@ -126,6 +127,14 @@ export const ListenerConfigSchema = Type.Object(
           default: 10000,
           description: 'Open client connections; connections beyond it are closed at once.',
         }),
+        progressTimeoutMs: Type.Integer({
+          minimum: 0,
+          default: 60000,
+          description:
+            'Time an answer may wait on a client that takes none of it (no byte moving either way), ' +
+            "as nginx's send_timeout: past it the HTTP/2 stream is reset (CANCEL) or the HTTP/1.1 connection " +
+            'closed, and portico_progress_timeouts_total counts it. 0: no bound.',
+        }),
       },
       { additionalProperties: false, default: {}, description: 'Sizes and times, each with its answer.' },
     ),
@@ -197,6 +206,10 @@ export function createHttpsListener(config: ListenerConfig, deps: ListenerDeps):
   server.maxConnections = limits.maxConnections;
   server.on('session', supervisor.onSession);
   server.on('secureConnection', lingerBeforeEnd);
+  const progress = createProgressTimeouts(limits.progressTimeoutMs, deps.metrics.registry);
+  server.on('session', progress.onSession);
+  server.on('secureConnection', progress.onConnection);
+  server.once('close', progress.stop);
   server.closeAllConnections = () => {
     HttpServer.prototype.closeAllConnections.call(server);
     for (const session of supervisor.sessions) session.destroy();
