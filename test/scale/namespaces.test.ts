@@ -1,8 +1,11 @@
 /**
  * Portico on separate hosts: network namespaces joined by veth pairs to one bridge, each host
- * with its own address: two gateways, two resource services, PostgreSQL and Redis. Limits are
- * exact across the gateway hosts, a change through one gateway is seen through the other,
- * and a gateway host that loses its link takes nothing but itself out of service.
+ * with its own address: gateways, two resource services, PostgreSQL and Redis. Every hop
+ * between hosts is encrypted as in production: the services speak mutual TLS only (not
+ * SERVICE_PLAIN_HTTP) and Redis TLS only, with certificates made here. Limits are exact across
+ * the gateway hosts, a change through one gateway is seen through the other, even when that
+ * gateway's link to Redis goes silent (the staleness bound of docs/caching.md), and a gateway
+ * host that loses its link takes nothing but itself out of service.
  *
  * Needs root and iproute2 (as CI runs); skipped, saying why, where namespaces cannot be made.
  */
@@ -18,9 +21,13 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Agent, request } from 'undici';
+import { createTestPki, type TestPki } from '../support/internal-pki.ts';
 import { createHostNetwork, namespacesUnavailable, type Host, type HostNetwork } from '../support/netns.ts';
+import { lateStale, readFor, worstStaleness, type TimedRead } from './support/timed-reads.ts';
 import {
   freshCustomer,
   LIMIT,
@@ -53,7 +60,8 @@ if (unavailable !== undefined) console.warn(`test/scale/namespaces.test.ts skipp
 let network: HostNetwork;
 let fixture: ScaleFixture;
 let dir: string;
-const hosts: Record<'gw1' | 'gw2' | 'svc1' | 'svc2' | 'pg' | 'redis', Host> = {} as never;
+let pki: TestPki;
+const hosts: Record<'gw1' | 'gw2' | 'gw3' | 'svc1' | 'svc2' | 'pg' | 'redis', Host> = {} as never;
 const children: ChildProcess[] = [];
 
 function canConnect(address: string, port: number): Promise<boolean> {
@@ -116,7 +124,7 @@ async function startPostgres(host: Host): Promise<string> {
   return `postgres://postgres@${host.address}:5432/postgres`;
 }
 
-const serviceUrl = (host: Host) => `http://${host.address}:8081`;
+const serviceUrl = (host: Host) => `https://${host.address}:8081`;
 const gatewayAt = (host: Host) => `${host.address}:8443`;
 const readyz = (host: Host) =>
   fetch(`http://${host.address}:9090/readyz`, { signal: AbortSignal.timeout(1500) }).then(
@@ -131,14 +139,28 @@ beforeAll(async () => {
   dir = mkdtempSync('/tmp/portico-hosts-');
   execFileSync('chmod', ['755', dir]);
   network = createHostNetwork();
-  for (const label of ['gw1', 'gw2', 'svc1', 'svc2', 'pg', 'redis'] as const)
+  for (const label of ['gw1', 'gw2', 'gw3', 'svc1', 'svc2', 'pg', 'redis'] as const)
     hosts[label] = network.host(label);
+  // One CA for the internal hops: the services' and Redis's server certificate (it names
+  // localhost, not the hosts' addresses: the clients check that name, as REDIS_TLS_SERVERNAME and
+  // proxy.upstreamTls[].serverName let operators say), and the gateways' client certificate.
+  pki = await createTestPki('hosts-ca', mkdtempSync(join(dir, 'pki-')));
 
   const assertionKeys = `hosts:${randomBytes(32).toString('base64')}`;
   start(hosts.redis, [
     'redis-server',
     '--port',
+    '0',
+    '--tls-port',
     '6379',
+    '--tls-cert-file',
+    pki.server.certFile,
+    '--tls-key-file',
+    pki.server.keyFile,
+    '--tls-ca-cert-file',
+    pki.caFile,
+    '--tls-auth-clients',
+    'yes',
     '--bind',
     hosts.redis.address,
     '--save',
@@ -155,39 +177,56 @@ beforeAll(async () => {
       DATABASE_URL: databaseUrl,
       SERVICE_HOST: hosts[label].address,
       SERVICE_PORT: '8081',
-      SERVICE_PLAIN_HTTP: 'true',
+      SERVICE_TLS_CERT_FILE: pki.server.certFile,
+      SERVICE_TLS_KEY_FILE: pki.server.keyFile,
+      SERVICE_TLS_CLIENT_CA_FILE: pki.caFile,
       PORTICO_ASSERTION_KEYS: assertionKeys,
       PORTICO_DATA_DIR: join(dir, label),
     });
     await until(`service on ${label}`, () => canConnect(hosts[label].address, 8081));
   }
-  const configFile = join(dir, 'gateway.json');
-  writeFileSync(
-    configFile,
-    JSON.stringify({
-      ...fixture.config(policy('deny'), [
-        {
-          prefix: '/v1',
-          upstreams: [{ url: serviceUrl(hosts.svc1) }, { url: serviceUrl(hosts.svc2) }],
-          cache: true,
-        },
-      ]),
-    }),
-  );
+  const services = [hosts.svc1, hosts.svc2].map(serviceUrl);
+  const gatewayConfig = (onStoreFailure: 'deny' | 'allow') => ({
+    ...fixture.config(onStoreFailure === 'deny' ? policy('deny') : readerLimits, [
+      { prefix: '/v1', upstreams: services.map((url) => ({ url })), cache: true },
+    ]),
+    proxy: {
+      upstreamTls: services.map((origin) => ({
+        origin,
+        caFile: pki.caFile,
+        certFile: pki.client.certFile,
+        keyFile: pki.client.keyFile,
+        serverName: 'localhost',
+      })),
+    },
+  });
+  // gw3 admits when Redis fails (`allow`): it keeps answering while its link to Redis is cut,
+  // which is what the staleness bound is about; it is read back to back, so its limit is high.
+  const readerLimits = {
+    ...policy('allow'),
+    policies: [{ name: 'default', key: 'customer', limit: 100_000, window: '60s' }],
+  };
+  const configFiles = { deny: join(dir, 'gateway.json'), allow: join(dir, 'gateway-allow.json') };
+  writeFileSync(configFiles.deny, JSON.stringify(gatewayConfig('deny')));
+  writeFileSync(configFiles.allow, JSON.stringify(gatewayConfig('allow')));
   const redisPrefix = `hosts-${randomUUID()}:`;
-  for (const label of ['gw1', 'gw2'] as const) {
+  for (const label of ['gw1', 'gw2', 'gw3'] as const) {
     start(hosts[label], [process.execPath, join(ROOT, 'gateway/main.ts')], {
-      PORTICO_CONFIG: configFile,
+      PORTICO_CONFIG: label === 'gw3' ? configFiles.allow : configFiles.deny,
       GATEWAY_PORT: '8443',
       ADMIN_PORT: '9090',
       ADMIN_HOST: '0.0.0.0',
-      REDIS_URL: `redis://${hosts.redis.address}:6379`,
+      REDIS_URL: `rediss://${hosts.redis.address}:6379`,
+      REDIS_TLS_CA_FILE: pki.caFile,
+      REDIS_TLS_CERT_FILE: pki.client.certFile,
+      REDIS_TLS_KEY_FILE: pki.client.keyFile,
+      REDIS_TLS_SERVERNAME: 'localhost',
       PORTICO_REDIS_PREFIX: redisPrefix,
       PORTICO_ASSERTION_KEYS: assertionKeys,
       PORTICO_DATA_DIR: join(dir, label),
     });
   }
-  for (const label of ['gw1', 'gw2'] as const)
+  for (const label of ['gw1', 'gw2', 'gw3'] as const)
     await until(`gateway on ${label} ready`, () => readyz(hosts[label]));
 }, 90_000);
 
@@ -260,5 +299,79 @@ describe.skipIf(unavailable !== undefined)(
       const auth = `Bearer ${await fixture.token(freshCustomer())}`;
       expect((await fixture.call(gatewayAt(hosts.gw1), auth)).status).toBe(200);
     });
+
+    it('the services on their hosts speak mutual TLS only: a stranger without the gateway certificate is refused', async () => {
+      const url = `${serviceUrl(hosts.svc1)}/v1/orders`;
+      const connect = { ca: pki.ca.cert, servername: 'localhost' };
+      const asGateway = new Agent({ connect: { ...connect, cert: pki.client.cert, key: pki.client.key } });
+      const stranger = new Agent({ connect });
+      try {
+        // The gateway's certificate passes the handshake; the service then wants its signed assertion.
+        expect((await request(url, { dispatcher: asGateway })).statusCode).toBe(401);
+        await expect(request(url, { dispatcher: stranger }).then((r) => r.body.text())).rejects.toThrow();
+        await expect(
+          fetch(`http://${hosts.svc1.address}:8081/v1/orders`, { signal: AbortSignal.timeout(3000) }),
+        ).rejects.toThrow();
+      } finally {
+        await Promise.all([asGateway.close(), stranger.close()]);
+      }
+    });
+
+    it('a gateway whose link to Redis is blackholed serves no answer older than a write elsewhere beyond 2 s', async () => {
+      const BOUND_MS = 2000;
+      const auth = `Bearer ${await fixture.token(freshCustomer())}`;
+      const id = await createOrder(gatewayAt(hosts.gw2), auth);
+      const path = `/v1/orders/${id}`;
+      const version = async () => {
+        const reply = await fixture.call(gatewayAt(hosts.gw3), auth, path);
+        expect(reply.status).toBe(200);
+        const order = JSON.parse(reply.body) as { status: string; items: { quantity: number }[] };
+        return order.status === 'cancelled' ? 2 : order.items[0]?.quantity === 3 ? 1 : 0;
+      };
+      await version();
+      expect(String((await fixture.call(gatewayAt(hosts.gw3), auth, path)).headers['cache-status'])).toMatch(
+        /^Portico; hit/,
+      );
+      // Redis's host drops whatever it sends to gw3: no FIN, no RST, no ICMP reaches gw3.
+      const route = (action: 'add' | 'del') =>
+        execFileSync('ip', [
+          'netns',
+          'exec',
+          hosts.redis.name,
+          'ip',
+          'route',
+          action,
+          'blackhole',
+          `${hosts.gw3.address}/32`,
+        ]);
+      const reads: TimedRead[] = [];
+      const writes: number[] = [];
+      const write = async (body: string) => {
+        const reply = await fixture.call(gatewayAt(hosts.gw2), auth, path, 'PATCH', { body });
+        expect(reply.status).toBe(200);
+        writes.push(performance.now());
+      };
+      route('add');
+      try {
+        await write('{"items":[{"sku":"SKU-1","quantity":3,"unit_price":1250}]}');
+        await readFor(1000, version, reads);
+        await write('{"status":"cancelled"}');
+        await readFor(BOUND_MS + 1500, version, reads);
+      } finally {
+        route('del');
+      }
+      await readFor(4000, version, reads);
+      expect(lateStale(reads, writes, BOUND_MS)).toEqual([]);
+      console.info(
+        `blackholed gateway↔Redis link: a write went unseen for at most ${worstStaleness(reads, writes)} ms (bound ${BOUND_MS} ms)`,
+      );
+      // Healed, gw3 hears invalidations again and so caches again.
+      await until('gw3 caching again after the heal', async () => {
+        await fixture.call(gatewayAt(hosts.gw3), auth, path);
+        return /^Portico; hit/.test(
+          String((await fixture.call(gatewayAt(hosts.gw3), auth, path)).headers['cache-status']),
+        );
+      });
+    }, 60_000);
   },
 );
