@@ -16,7 +16,8 @@
  *   portico-gateway-jwks           jwks.json: the public keys of this deployment's own issuer
  * and keeps what must not go into the cluster beside them: DIR/issuer (the issuer's private
  * key: `PORTICO_DATA_DIR=DIR/issuer npm run -s token -- --customer ID` mints a token every
- * gateway accepts) and DIR/internal-ca (the CA key, for renewals). Uses the development
+ * gateway accepts), DIR/internal-ca (the CA key, for renewals) and, for a trial edge
+ * certificate, DIR/edge-ca.crt (the CA clients trust). Uses the development
  * dependency `selfsigned`: run it from a full install. A DIR that exists is refused.
  */
 import { randomBytes } from 'node:crypto';
@@ -74,7 +75,8 @@ function secret(name: string, stringData: Record<string, string>, type = 'Opaque
   });
 }
 
-async function edgeCertificate(): Promise<{ cert: string; key: string }> {
+/** The given edge certificate, or a trial one whose CA goes to DIR/edge-ca.crt for clients. */
+async function edgeCertificate(out: string): Promise<{ cert: string; key: string }> {
   if (values['tls-cert'] !== undefined)
     return { cert: readFileSync(values['tls-cert'], 'utf8'), key: readFileSync(values['tls-key']!, 'utf8') };
   const ca = await createCertificateAuthority({ commonName: 'Portico trial edge CA', validDays: 90 });
@@ -84,6 +86,7 @@ async function edgeCertificate(): Promise<{ cert: string; key: string }> {
     dnsNames: values.host,
     validDays: 90,
   });
+  writeFileSync(join(out, 'edge-ca.crt'), ca.cert);
   return { cert: pair.cert + ca.cert, key: pair.key };
 }
 
@@ -108,7 +111,7 @@ async function main(out: string): Promise<void> {
       DATABASE_URL: required('database-url'),
     }),
   );
-  const edge = await edgeCertificate();
+  const edge = await edgeCertificate(out);
   write(
     'portico-gateway-tls.yaml',
     secret('portico-gateway-tls', { 'tls.crt': edge.cert, 'tls.key': edge.key }, 'kubernetes.io/tls'),
