@@ -21,6 +21,7 @@ import {
   redisKeyPrefixFromEnv,
   redisTargetFromEnv,
   waitForRedis,
+  explainRedisError,
   type RedisClient,
 } from '../shared/redis.ts';
 import { answerHelp, parseScopes, usageError } from './cli-args.ts';
@@ -95,10 +96,14 @@ if (redisTarget !== undefined) {
     commandTimeoutMs: 2000,
   });
   // Connection errors are reported once, below, not as ioredis's unhandled error events.
-  redis.on('error', () => {});
+  let lastError: Error | undefined;
+  redis.on('error', (error: Error) => (lastError = error));
   if (!(await waitForRedis(redis, 5000))) {
     redis.disconnect();
-    console.error(`apikey: Redis (${describeTarget(redisTarget)}) does not answer within 5 s`);
+    // A TLS mismatch shows only as a reset: the reason names the likely cause and its setting.
+    const reason =
+      lastError === undefined ? '' : `: ${explainRedisError(lastError, redisTarget.tls !== undefined)}`;
+    console.error(`apikey: Redis (${describeTarget(redisTarget)}) does not answer within 5 s${reason}`);
     process.exit(1);
   }
   store = createRedisApiKeyStore(redis);

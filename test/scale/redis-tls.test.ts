@@ -5,7 +5,9 @@
  * Gateway processes configured only by REDIS_TLS* variables become ready, share a limit and hear
  * each other's invalidations; a plain connection to a TLS-only Redis fails, saying why.
  */
+import { execFile } from 'node:child_process';
 import { rmSync } from 'node:fs';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redisTargetFromEnv } from '../../shared/redis.ts';
 import { createTestPki, type TestPki } from '../support/internal-pki.ts';
@@ -20,6 +22,8 @@ import {
   startScaleFixture,
   type ScaleFixture,
 } from './support/scale-fixture.ts';
+
+const APIKEY = new URL('../../scripts/apikey.ts', import.meta.url).pathname;
 
 let pki: TestPki;
 let tls: RedisNodesTls;
@@ -112,6 +116,21 @@ describe('TLS to Redis', () => {
     const auth = `Bearer ${await fixture.token(freshCustomer())}`;
     expect((await fixture.call(gateway.port, auth)).status).toBe(503);
     await gateway.stop();
+  }, 30_000);
+
+  it('the apikey command against a TLS-only Redis over plain TCP fails saying what to set', async () => {
+    const port = await oneNode();
+    const run = promisify(execFile);
+    const failed = await run(process.execPath, [APIKEY, 'list'], {
+      env: { PATH: process.env['PATH'], REDIS_URL: `redis://127.0.0.1:${port}` },
+      timeout: 20_000,
+    }).then(
+      () => undefined,
+      (error: { code?: number; stderr?: string }) => error,
+    );
+    expect(failed?.code).toBe(1);
+    expect(failed?.stderr).toContain('does not answer within 5 s');
+    expect(failed?.stderr).toContain('name it rediss://');
   }, 30_000);
 
   it('refuses settings that cannot take effect, naming them', () => {
