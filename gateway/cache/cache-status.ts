@@ -11,6 +11,7 @@ export interface CacheStatus {
   fwdStatus?: number;
   /** Remaining freshness in seconds; negative when served stale (2.5). */
   ttl?: number;
+  /** The answer is in the store as its head goes out; never said of a body still streaming. */
   stored?: boolean;
   /** An sf-token saying why, as `no-store` or `stale-while-revalidate`. */
   detail?: string;

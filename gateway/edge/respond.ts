@@ -3,8 +3,10 @@
  * streamed body piped as it arrives.
  */
 import type { ServerResponse } from 'node:http';
+import { constants, Http2ServerResponse } from 'node:http2';
 import type { Readable } from 'node:stream';
 import { CACHE_INVALIDATES, GATEWAY_CACHE_CONTROL } from '../../shared/cache-headers.ts';
+import { HttpProblem } from '../../shared/errors.ts';
 import type { GatewayResponse } from '../pipeline/context.ts';
 
 /** Fields addressed to this gateway alone when no cache config names more (build.ts does). */
@@ -24,6 +26,11 @@ export function writeResponse(
   gatewayFields: readonly string[] = GATEWAY_FIELDS,
 ): Promise<void> {
   const { status, headers } = response;
+  // A body that broke before anything of its answer went out (the upstream's framing error
+  // came with its first bytes): the client gets a 502 problem, not a head and then a cut.
+  const unsent = response.bufferedBody === undefined ? response.body : null;
+  if (unsent !== null && (unsent.errored !== null || (unsent.destroyed && !unsent.readableEnded)))
+    return Promise.reject(brokenBeforeHead());
   // Deleted only when present: a delete turns the object into a slow dictionary to iterate.
   for (const field of gatewayFields) if (headers[field] !== undefined) delete headers[field];
   res.writeHead(status, flatHeaders(headers, answerHeaders));
@@ -83,4 +90,25 @@ function relay(body: Readable, res: ServerResponse): Promise<void> {
     });
     body.pipe(res);
   });
+}
+
+/** Bodies are the upstream's (a stored body cannot fail): one that broke is a bad gateway. */
+function brokenBeforeHead(): HttpProblem {
+  return new HttpProblem('ERR_BAD_GATEWAY', 'the upstream answer broke before it could be sent');
+}
+
+/**
+ * Ends an answer that broke after its head went out so that no client can take it for a
+ * whole one. HTTP/1.1: the connection is cut (no last chunk, or fewer bytes than the
+ * Content-Length). HTTP/2: RST_STREAM INTERNAL_ERROR. Not `destroy()` without an error, which
+ * node:http2 sends as RST_STREAM NO_ERROR: curl and browsers take that, after the last DATA
+ * they got, for the end of a complete answer (exit 0 with a truncated body).
+ */
+export function cutResponse(res: ServerResponse): void {
+  if ((res as unknown) instanceof Http2ServerResponse) {
+    const { stream } = res as unknown as Http2ServerResponse;
+    if (!stream.destroyed) stream.close(constants.NGHTTP2_INTERNAL_ERROR);
+    return;
+  }
+  res.destroy();
 }

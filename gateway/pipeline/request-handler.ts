@@ -6,7 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { HttpProblem, sendProblem } from '../../shared/errors.ts';
-import { writeResponse } from '../edge/respond.ts';
+import { cutResponse, writeResponse } from '../edge/respond.ts';
 import type { RequestAccounting } from '../observability/request-accounting.ts';
 import { ClientSignal } from './client-signal.ts';
 import { ClientGoneError, createContext, type GatewayContext } from './context.ts';
@@ -42,16 +42,20 @@ export function createRequestHandler(deps: RequestHandlerDeps): RequestHandler {
           { err: { name: (error as Error).name, code: (error as NodeJS.ErrnoException).code } },
           'response cut',
         );
-        res.destroy();
+        cutResponse(res);
         return;
       }
-      ctx.log.error({ err: error }, 'unexpected error');
+      // A problem before the head: the response writer's (an upstream body that broke before
+      // it could be sent) is the client's answer; anything else is a bug.
+      const problem =
+        error instanceof HttpProblem
+          ? error
+          : new HttpProblem('ERR_INTERNAL', 'the gateway failed to handle this request');
+      if (problem.code === 'ERR_INTERNAL') ctx.log.error({ err: error }, 'unexpected error');
+      else ctx.log.warn({ code: problem.code }, 'answer refused before its head');
       for (const name in answerHeaders) res.setHeader(name, answerHeaders[name]!);
-      sendProblem(
-        res,
-        new HttpProblem('ERR_INTERNAL', 'the gateway failed to handle this request'),
-        ctx.path,
-      );
+      if (ctx.requestId !== '') res.setHeader('X-Request-Id', ctx.requestId);
+      sendProblem(res, problem, ctx.path);
     }
   }
 

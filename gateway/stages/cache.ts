@@ -206,14 +206,18 @@ async function forwardAndStore(
     appendCacheStatus(response.headers, { ...status, detail: decision.reason });
     return;
   }
+  // `stored` is said only of an answer already in the store when its head goes out: one whole
+  // in memory (forward.ts) and taken by the store. A streamed body is stored only once it has
+  // ended whole, after its head is gone: an upstream cut, a client gone or the entry limit may
+  // still leave it unstored, so its head does not claim it (RFC 9211 `stored` states a fact).
+  let stored = false;
   const buffered = response.bufferedBody;
   if (buffered !== undefined) {
-    // Already whole in memory (forward.ts): stored as it is sent, within the entry limit.
     if (buffered.length <= cache.config.maxEntryBytes)
-      cache.commit(fill, decision.build(ownCopy([buffered], buffered.length)));
+      stored = cache.commit(fill, decision.build(ownCopy([buffered], buffered.length)));
     fill.end();
   } else if (response.body === null) {
-    cache.commit(fill, decision.build(Buffer.alloc(0)));
+    stored = cache.commit(fill, decision.build(Buffer.alloc(0)));
     fill.end();
   } else {
     response.body = teeBody(
@@ -223,7 +227,7 @@ async function forwardAndStore(
       () => fill.end(),
     );
   }
-  appendCacheStatus(response.headers, { ...status, stored: true });
+  appendCacheStatus(response.headers, { ...status, stored });
 }
 
 /**

@@ -27,6 +27,7 @@ import { unavailableProblem } from './circuit-breaker.ts';
 import type { ProxyConfig } from './config-schema.ts';
 import { forwardedHeaders, relayedHeaders } from './forwarded-headers.ts';
 import { relayInterim } from './interim.ts';
+import { relayableAnswer } from './relayable-answer.ts';
 import { createRetryPolicy } from './retry-policy.ts';
 import type { RouteUpstreams } from './route-upstreams.ts';
 import { callUpstream, type UpstreamAnswer } from './upstream-call.ts';
@@ -85,23 +86,18 @@ export function createForward(config: ProxyConfig, deps: ForwardDeps): Forward {
       set.active++;
       if (attempt > 0) set.retriesActive++;
       try {
-        const answer = await callUpstream(target.pool, {
-          path: ctx.target,
-          method,
-          headers,
-          body: body?.stream ?? null,
-          signal: ctx.signal,
-          onInfo: relayInterim(ctx),
-          exchangeId: target.echoes ? nextExchangeId() : undefined,
-        });
-        // From here on the body may fail at any moment, also while no stage reads it: without
-        // a listener its 'error' would be an uncaught exception that ends the process.
-        answer.stream?.on('error', ignore);
+        const answer = await relayableAnswer(
+          await callUpstream(target.pool, {
+            path: ctx.target,
+            method,
+            headers,
+            body: body?.stream ?? null,
+            signal: ctx.signal,
+            onInfo: relayInterim(ctx),
+            exchangeId: target.echoes ? nextExchangeId() : undefined,
+          }),
+        );
         const status = answer.statusCode;
-        if (status < 200 || status > 599) {
-          answer.stream?.destroy();
-          throw new UpstreamFailure('malformed', new Error(`status ${status}`));
-        }
         if (status < 500) member.consecutiveFailures = 0;
         else {
           const next = policy.afterServerError(ctx, set, member, status, answer.headers, attempt < retries);
@@ -169,8 +165,6 @@ function responseOf(status: number, answer: UpstreamAnswer): GatewayResponse {
   // A HEAD answer has no body to relay.
   return { status, headers: relayed, body: answer.stream };
 }
-
-function ignore(): void {}
 
 /** Error facts for logs: no headers, bodies or URLs with credentials. */
 function describe(error: unknown): { name?: string; code?: string; message?: string } {
