@@ -5,7 +5,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { constants, type Http2ServerRequest, type Http2ServerResponse } from 'node:http2';
 import { headersTooLarge, requestTimeout } from './http-hygiene.ts';
-import { headerBytes, stopReceiving, type Http2Limits } from './http2.ts';
+import { drainAfterAnswer, headerBytes, type Http2Limits } from './http2.ts';
 import type { Refusals } from './raw-refusal.ts';
 
 /**
@@ -34,8 +34,8 @@ export function createHttp2Requests(
       }, limits.requestTimeoutMs);
       timer.unref();
       res.once('close', () => clearTimeout(timer));
-      // An answer that left before the whole body came: the client may stop sending.
-      stopReceiving(stream);
+      // An answer that left before the whole body came: the rest is drained, within bounds.
+      drainAfterAnswer(req, limits.maxBodyBytes);
     }
     handle(req as unknown as IncomingMessage, res as unknown as ServerResponse);
   };

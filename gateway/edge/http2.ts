@@ -56,6 +56,8 @@ export type Http2Config = Static<typeof Http2ConfigSchema>;
 /** The limits of `listener.limits` that HTTP/2 applies in its own terms. */
 export interface Http2Limits {
   maxHeaderBytes: number;
+  /** What is drained of a request body after an early answer (drainAfterAnswer). */
+  maxBodyBytes: number;
   headersTimeoutMs: number;
   requestTimeoutMs: number;
   keepAliveTimeoutMs: number;
@@ -273,6 +275,33 @@ export function lingerBeforeEnd(socket: TLSSocket): void {
 /** An h2 request whose HEADERS did not end the stream: DATA follows, length announced or not. */
 export function http2BodyFollows(req: IncomingMessage): boolean {
   return req.httpVersionMajor === 2 && !(req as unknown as Http2ServerRequest).stream.endAfterHeaders;
+}
+
+/**
+ * Once the answer to a stream whose request is still arriving is out (END_STREAM sent, the
+ * stream's 'finish'): the rest of the body is read and dropped, up to `maxBodyBytes` more, so
+ * the upload ends as the client meant it to and its stream closes. Past that (or a declared
+ * length past it), RST_STREAM NO_ERROR asks the client to stop (RFC 9113 §8.1). Not the reset
+ * alone for every early answer: a client still writing its request when it comes (node:http2's
+ * own, as measured in test/gateway/hostile-upstream-early-answer.test.ts) does not stop at
+ * RST_STREAM NO_ERROR, and its upload then waits on a flow-control window that never opens.
+ */
+export function drainAfterAnswer(req: Http2ServerRequest, maxBodyBytes: number): void {
+  const { stream } = req;
+  if (stream.endAfterHeaders) return;
+  stream.once('finish', () => {
+    if (stream.destroyed || stream.state.remoteClose === 1) return;
+    if (Number(req.headers['content-length']) > maxBodyBytes) {
+      stream.close(constants.NGHTTP2_NO_ERROR);
+      return;
+    }
+    let drained = 0;
+    req.on('data', (chunk: Buffer) => {
+      drained += chunk.length;
+      if (drained > maxBodyBytes && !stream.destroyed) stream.close(constants.NGHTTP2_NO_ERROR);
+    });
+    req.resume();
+  });
 }
 
 /**

@@ -68,7 +68,9 @@ export async function readLimitedBody(req: IncomingMessage, limit: number): Prom
       else stream.destroy(failure);
       return;
     }
-    if (!discarding && !stream.push(chunk)) req.pause();
+    // A stream undici let go (the upstream answered early) takes nothing more: the chunk is
+    // dropped, and the request is not paused again under a drain (http2.ts, drainAfterAnswer).
+    if (!discarding && !stream.destroyed && !stream.push(chunk)) req.pause();
   };
   const onEnd = () => stream.push(null);
   const onError = () => stream.destroy(new ClientGoneError());
