@@ -170,6 +170,7 @@ export async function buildGateway(
         routeUpstreams,
         ...(authenticator === undefined ? {} : { authenticator }),
         ...(deps.redis === undefined ? {} : { redis: deps.redis }),
+        rateLimitStore: () => limiter.status(),
         ...(deps.readinessChecks === undefined ? {} : { extra: deps.readinessChecks }),
       }),
     close: () => lifecycle.close(),

@@ -10,12 +10,15 @@ import type { GatewayMetrics } from '../observability/metrics.ts';
 import type { LimitedCaller } from '../rate-limit/most-limited.ts';
 import type { RateLimiterStatus } from '../rate-limit/limiter.ts';
 import type { RouteDefinition } from '../stages/route-schema.ts';
+import type { ReadinessReport } from './readiness.ts';
 import { createTrafficWindow, type RouteTraffic, type TrafficView } from './traffic-window.ts';
 
 export interface CheckResult {
   name: string;
   ok: boolean;
   detail: string;
+  /** A readiness check whose failure makes the gateway NotReady (readiness.ts); else reported only. */
+  required?: boolean;
 }
 
 export interface DashboardDeps {
@@ -33,6 +36,8 @@ export interface DashboardSnapshot {
   generatedAt: string;
   draining: boolean;
   ready: boolean;
+  /** Ready, with a dependency failing that does not stop it serving (readiness.ts). */
+  degraded: boolean;
   health: CheckResult[];
   routes: {
     prefix: string;
@@ -53,7 +58,7 @@ export interface DashboardSnapshot {
 export interface Dashboard {
   snapshot(state: {
     draining: boolean;
-    checks: CheckResult[];
+    report: Pick<ReadinessReport, 'ready' | 'degraded' | 'checks'>;
     timeoutMs: number;
   }): Promise<DashboardSnapshot>;
 }
@@ -65,7 +70,7 @@ const UNROUTED = 'none';
 export function createDashboard(deps: DashboardDeps): Dashboard {
   const traffic = createTrafficWindow({ read: () => deps.metrics.routeTotals() });
   return {
-    async snapshot({ draining, checks, timeoutMs }) {
+    async snapshot({ draining, report, timeoutMs }) {
       const [view, upstreamHealth] = await Promise.all([
         traffic.observe(),
         deps.upstreamHealth?.(timeoutMs) ?? Promise.resolve([]),
@@ -76,8 +81,9 @@ export function createDashboard(deps: DashboardDeps): Dashboard {
       return {
         generatedAt: new Date().toISOString(),
         draining,
-        ready: !draining && checks.every((c) => c.ok),
-        health: [...checks, ...upstreamHealth],
+        ready: !draining && report.ready,
+        degraded: !draining && report.degraded,
+        health: [...report.checks, ...upstreamHealth],
         // Named fields only: a route key added later is not shown until someone decides it may be.
         routes: deps.routes.map((route) => ({
           prefix: route.prefix,

@@ -1,9 +1,11 @@
 /**
  * What `/readyz` checks: each route has an upstream target to send to (upstream-readiness.ts), the identity provider's
- * keys are loaded, Redis answers, plus whatever the process adds.
+ * keys are loaded, Redis answers, plus whatever the process adds. Which failures make the
+ * gateway NotReady and which only degraded: readiness.ts.
  */
 import { pingRedis, type RedisClient } from '../../shared/redis.ts';
 import type { Authenticator } from '../identity/authenticate.ts';
+import type { RateLimiterStatus } from '../rate-limit/limiter.ts';
 import type { Upstreams } from '../upstream/pools.ts';
 import type { RouteUpstreams } from '../upstream/route-upstreams.ts';
 import type { ReadinessCheck } from './server.ts';
@@ -14,6 +16,8 @@ export function readinessChecks(deps: {
   routeUpstreams: RouteUpstreams;
   authenticator?: Authenticator;
   redis?: RedisClient;
+  /** The rate limiter's view of its store: failing lately, and what a failure does. */
+  rateLimitStore?: () => Pick<RateLimiterStatus, 'degraded' | 'onStoreFailure'>;
   extra?: readonly ReadinessCheck[];
 }): ReadinessCheck[] {
   const { upstreams, authenticator, redis } = deps;
@@ -32,31 +36,64 @@ export function readinessChecks(deps: {
               ),
           },
         ]),
-    ...(redis === undefined ? [] : [redisCheck(redis)]),
+    ...(redis === undefined ? [] : [redisCheck(redis, deps.rateLimitStore)]),
     ...(deps.extra ?? []),
   ];
 }
 
 /**
- * Redis answers within the readiness probe's time. A gateway with Redis down still serves
- * (limits fall back as configured) but reports not ready, so operators see it.
+ * Redis answers within the readiness probe's time (every master of a cluster), and the rate
+ * limiter's own commands have not failed lately (a round trip slower than `storeTimeoutMs`
+ * fails those while a PING still passes). A failure is NotReady only under
+ * `onStoreFailure: deny`, which refuses; under `memory` or `allow` the gateway still serves,
+ * degraded: limits counted per gateway (or not at all), API keys refused with 503 while their
+ * revocations cannot be read.
  */
-function redisCheck(redis: RedisClient): ReadinessCheck {
+function redisCheck(
+  redis: RedisClient,
+  store: (() => Pick<RateLimiterStatus, 'degraded' | 'onStoreFailure'>) | undefined,
+): ReadinessCheck {
   return {
     name: 'redis',
     check: async (timeoutMs) => {
-      let timer: NodeJS.Timeout | undefined;
-      try {
-        await Promise.race([
-          pingRedis(redis),
-          new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('timeout')), timeoutMs))),
-        ]);
-        return { ok: true, detail: 'PONG' };
-      } catch (error) {
-        return { ok: false, detail: `redis: ${(error as Error).message}` };
-      } finally {
-        clearTimeout(timer);
-      }
+      const pinged = await ping(redis, timeoutMs);
+      const status = store?.();
+      const failing =
+        pinged !== undefined
+          ? `redis: ${pinged}`
+          : status?.degraded === true
+            ? 'PONG, but rate-limit commands failed or timed out in the last few seconds'
+            : undefined;
+      if (failing === undefined) return { ok: true, detail: 'PONG' };
+      if (status === undefined) return { ok: false, detail: failing };
+      const mode = status.onStoreFailure;
+      return mode === 'deny'
+        ? {
+            ok: false,
+            required: true,
+            detail: `${failing}; onStoreFailure: deny refuses rate-limited requests (503)`,
+          }
+        : {
+            ok: false,
+            required: false,
+            detail: `${failing}; serving degraded: onStoreFailure: ${mode} (${mode === 'memory' ? 'limits counted in each gateway against its share' : 'requests not counted'}), API keys refused (503) while revocations cannot be read`,
+          };
     },
   };
+}
+
+/** Undefined when every node answered PING in time; else why not. */
+async function ping(redis: RedisClient, timeoutMs: number): Promise<string | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      pingRedis(redis),
+      new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('timeout')), timeoutMs))),
+    ]);
+    return undefined;
+  } catch (error) {
+    return (error as Error).message;
+  } finally {
+    clearTimeout(timer);
+  }
 }

@@ -14,6 +14,7 @@ import { NOSNIFF } from '../edge/raw-refusal.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
 import { sendAsset, type DashboardAssets } from './dashboard-assets.ts';
 import type { Dashboard } from './dashboard.ts';
+import { createReadiness, type ReadinessCheck } from './readiness.ts';
 
 export const AdminConfigSchema = Type.Object(
   {
@@ -33,11 +34,7 @@ export const AdminConfigSchema = Type.Object(
 );
 export type AdminConfig = Static<typeof AdminConfigSchema>;
 
-/** One dependency the gateway needs to serve; identity and rate limiting add theirs. */
-export interface ReadinessCheck {
-  name: string;
-  check: (timeoutMs: number) => Promise<{ ok: boolean; detail: string }>;
-}
+export type { ReadinessCheck } from './readiness.ts';
 
 export interface AdminDeps {
   metrics: GatewayMetrics;
@@ -107,14 +104,27 @@ function endpoints(config: AdminConfig, deps: AdminDeps): Partial<Record<string,
     sendProblem(res, new HttpProblem('ERR_INTERNAL', `${what} failed`));
   };
   const { dashboard } = deps;
+  const readiness = createReadiness({
+    checks: deps.checks,
+    draining: deps.draining,
+    timeoutMs: config.readinessTimeoutMs,
+    registry: deps.metrics.registry,
+  });
   return {
-    '/healthz': (send) => send(200, { status: 'ok' }),
+    // Liveness: always 200, answered without waiting on any dependency; the detail says what
+    // the latest readiness run found degraded (readiness.ts).
+    '/healthz': (send) => {
+      const degraded = readiness.latestDegradations();
+      send(200, degraded.length === 0 ? { status: 'ok' } : { status: 'degraded', degraded });
+    },
     // A readiness report, not an error: 503 tells the orchestrator, the body tells the operator.
     '/readyz': (send, _req, res) =>
-      void readiness(config, deps).then(
-        ({ ready, checks }) => send(ready ? 200 : 503, { status: ready ? 'ready' : 'not ready', checks }),
-        failed(res, 'readiness checks'),
-      ),
+      void readiness
+        .run()
+        .then(
+          ({ ready, status, checks }) => send(ready ? 200 : 503, { status, checks }),
+          failed(res, 'readiness checks'),
+        ),
     '/metrics': (send, _req, res) =>
       void (deps.metricsText?.() ?? deps.metrics.registry.metrics()).then(
         (text) => send(200, text, deps.metrics.registry.contentType),
@@ -124,29 +134,16 @@ function endpoints(config: AdminConfig, deps: AdminDeps): Partial<Record<string,
       ? {}
       : {
           [DASHBOARD_JSON]: (send, _req, res) =>
-            void readiness(config, deps)
-              .then(({ checks }) =>
+            void readiness
+              .run()
+              .then((report) =>
                 dashboard.data.snapshot({
                   draining: deps.draining(),
-                  checks,
+                  report,
                   timeoutMs: config.readinessTimeoutMs,
                 }),
               )
               .then((snapshot) => send(200, snapshot), failed(res, 'dashboard snapshot')),
         }),
   };
-}
-
-async function readiness(config: AdminConfig, deps: AdminDeps) {
-  if (deps.draining()) return { ready: false, checks: [{ name: 'listener', ok: false, detail: 'draining' }] };
-  const checks = await Promise.all(
-    deps.checks().map(async ({ name, check }) => {
-      try {
-        return { name, ...(await check(config.readinessTimeoutMs)) };
-      } catch (error) {
-        return { name, ok: false, detail: (error as Error).message };
-      }
-    }),
-  );
-  return { ready: checks.every((c) => c.ok), checks };
 }

@@ -4,6 +4,11 @@
  * route with several targets or a health check: ready while at least one target is, since
  * one dead replica of several does not stop the gateway serving the route; with a health
  * check that is its last verdict, without one a TCP connection to each target.
+ *
+ * None of them is required (readiness.ts): an upstream is shared by the whole fleet, and a
+ * gateway whose upstream is down still answers, with 502/503 problems, its cache and its
+ * other routes. Taking every gateway out of rotation at once would answer nothing at all; the
+ * failure shows as degraded instead.
  */
 import type { Upstreams } from '../upstream/pools.ts';
 import type { RouteUpstreams } from '../upstream/route-upstreams.ts';
@@ -16,7 +21,10 @@ export function upstreamReadinessChecks(upstreams: Upstreams, routes: RouteUpstr
   return [
     ...origins.map((origin) => ({
       name: `upstream ${origin}`,
-      check: (timeoutMs: number) => upstreams.probe(origin, timeoutMs),
+      check: async (timeoutMs: number) => ({
+        ...(await upstreams.probe(origin, timeoutMs)),
+        required: false,
+      }),
     })),
     ...routes.sets
       .filter((set) => !plain.includes(set))
@@ -42,6 +50,7 @@ async function routeCheck(upstreams: Upstreams, set: UpstreamSet, timeoutMs: num
   const up = set.members.length - failing.length;
   return {
     ok: up > 0,
+    required: false,
     detail: `${up} of ${set.members.length} targets ${word}${failing.length === 0 ? '' : `; ${failing.join(', ')}`}`,
   };
 }

@@ -62,7 +62,7 @@ export const HealthCheckSchema = Type.Object(
       'Active health check of every target of the route, on a connection of its own: a target that fails ' +
       '`unhealthyAfter` checks in a row gets no requests until it passes `healthyAfter` in a row, and a pass ' +
       'ends an outlier ejection early. A route none of whose targets is healthy answers 503 ' +
-      `(ERR_NO_HEALTHY_UPSTREAM) and makes /readyz fail. Targets count as healthy until checked. ${NOT_RELOADED}`,
+      `(ERR_NO_HEALTHY_UPSTREAM) and shows degraded in /readyz, still ready (docs/operations.md). Targets count as healthy until checked. ${NOT_RELOADED}`,
   },
 );
 export type HealthCheck = Static<typeof HealthCheckSchema>;

@@ -113,7 +113,12 @@ function healthRows(snapshot) {
     row([
       cell(dependencyOf(check.name)),
       cell(check.name),
-      cell(check.ok ? 'ok' : 'failing', check.ok ? 'ok' : 'bad'),
+      // A failing check the gateway serves through (readiness.ts) is degraded, not failing.
+      check.ok
+        ? cell('ok', 'ok')
+        : check.required === true
+          ? cell('failing', 'bad')
+          : cell('degraded', 'warn'),
       cell(check.detail),
     ]),
   );
@@ -138,8 +143,8 @@ function showState(snapshot) {
     state.textContent = 'draining';
     state.className = 'badge warn';
   } else {
-    state.textContent = snapshot.ready ? 'ready' : 'not ready';
-    state.className = snapshot.ready ? 'badge ok' : 'badge bad';
+    state.textContent = snapshot.ready ? (snapshot.degraded ? 'ready, degraded' : 'ready') : 'not ready';
+    state.className = snapshot.ready ? (snapshot.degraded ? 'badge warn' : 'badge ok') : 'badge bad';
   }
   byId('draining').textContent = snapshot.draining ? 'yes' : 'no';
   byId('updated').textContent = `updated ${new Date(snapshot.generatedAt).toLocaleTimeString()}`;
