@@ -7,8 +7,10 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { Redis } from 'ioredis';
+import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
-import { createRedisClient } from '../../shared/redis.ts';
+import { createInvalidationBus } from '../../gateway/cache/invalidation-bus.ts';
+import { createRedisClient, createSubscriber, waitForRedis } from '../../shared/redis.ts';
 import { startCacheGateway, type CacheGateway } from '../cache/support/cache-gateway.ts';
 import { startOrigin, type TestOrigin } from '../cache/support/origin.ts';
 import { startRedisFreezeProxy, type FreezeProxy } from '../support/redis-freeze-proxy.ts';
@@ -104,5 +106,51 @@ describe('a replica whose link to Redis goes silent', () => {
     await new Promise((r) => setTimeout(r, 500));
     await a.get(path);
     expect((await a.get(path)).headers['cache-status']).toMatch(/^Portico; hit/);
+  }, 30_000);
+});
+
+describe('the invalidation bus over a link that goes silent', () => {
+  it('stops counting as live within about a second, reconnects, and says the cache must start over', async () => {
+    const client = createRedisClient({
+      url: `redis://127.0.0.1:${proxy.port}`,
+      keyPrefix: inject('redisPrefix'),
+    });
+    clients.push(client);
+    expect(await waitForRedis(client, 5000)).toBe(true);
+    const subscriber = createSubscriber(client);
+    let resubscribed = 0;
+    const bus = createInvalidationBus({
+      publisher: client,
+      subscriber,
+      channel: `${inject('redisPrefix')}liveness-${Math.random().toString(36).slice(2)}`,
+      log: pino({ level: 'silent' }),
+      onMessage: () => {},
+      onResubscribed: () => resubscribed++,
+    });
+    try {
+      expect(await bus.whenReady(5000)).toBe(true);
+      // Live for a while on a healthy link: the pings are answered.
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(bus.ready()).toBe(true);
+      proxy.freeze();
+      const frozenAt = performance.now();
+      while (bus.ready() && performance.now() - frozenAt < 10_000)
+        await new Promise((r) => setTimeout(r, 10));
+      const noticedMs = performance.now() - frozenAt;
+      console.info(`invalidation bus: a silent link noticed after ${Math.round(noticedMs)} ms`);
+      // LIVE_WINDOW_MS (1 s) after the last answered ping, sent at most PING_INTERVAL_MS before.
+      expect(noticedMs).toBeLessThan(2000);
+      // Past RECONNECT_AFTER_MS it gives up on the socket; healed, it subscribes on a new one.
+      await new Promise((r) => setTimeout(r, 3500));
+      proxy.thaw();
+      expect(await bus.whenReady(10_000)).toBe(true);
+      expect(resubscribed).toBe(1);
+      expect(bus.ready()).toBe(true);
+    } finally {
+      // Unsubscribing over a frozen link would wait forever.
+      proxy.thaw();
+      await bus.close();
+      subscriber.disconnect();
+    }
   }, 30_000);
 });
