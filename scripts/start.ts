@@ -19,6 +19,7 @@ import { TLS_CLIENT_OPTIONS } from '../shared/tls-policy.ts';
 import { Lifecycle } from '../shared/lifecycle.ts';
 import { ConfigError } from '../gateway/config/load.ts';
 import { DEV_ISSUER, loadOrCreateDevIssuer } from '../gateway/identity/dev-issuer.ts';
+import { armExitDeadline } from '../shared/exit-deadline.ts';
 import { createLogDestination } from '../shared/log-destination.ts';
 import { createLogger } from '../gateway/observability/logger.ts';
 import { runGateway } from '../gateway/run.ts';
@@ -144,6 +145,10 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     gatewayLog.info({ signal }, 'stopping');
+    // Both drains, one after the other, then the embedded database's close: past those and a
+    // margin the process ends whatever still runs (shared/exit-deadline.ts).
+    const deadlineMs = gateway.config.listener.shutdownTimeoutMs + service.shutdownTimeoutMs + 5000;
+    armExitDeadline(deadlineMs, () => gatewayLog.error({ deadlineMs }, 'stop past its deadline: exiting'));
     await shutdown();
     process.exit(0);
   };

@@ -7,7 +7,8 @@
  * (issue 31); a pipe whose reader stopped reading blocked every write, and a full disk threw.
  * Here a write that fails drops what it could not write (counted in `dropped`): a reader that
  * left (EPIPE) ends the writing for good; a full pipe (EAGAIN) keeps up to `maxPendingBytes`
- * for the next attempt; a full disk drops the batch and tries again with the next one.
+ * for the periodic flush to try again, dropping lines past it; a full disk drops the batch and
+ * tries again with the next one.
  */
 import { writeSync } from 'node:fs';
 
@@ -43,13 +44,10 @@ export function createLogDestination(fd: number, options: LogDestinationOptions 
   /** What a short write left over, written before `pending`. */
   let rest: Buffer | undefined;
   let gone = false;
+  /** The last write met a full pipe: lines wait for the periodic flush rather than retrying each. */
+  let stalled = false;
   let dropped = 0;
 
-  const drop = () => {
-    dropped += Buffer.byteLength(pending) + (rest?.length ?? 0);
-    pending = '';
-    rest = undefined;
-  };
   const flushSync = () => {
     if (gone || (pending === '' && rest === undefined)) return;
     let data = Buffer.from(pending);
@@ -58,12 +56,14 @@ export function createLogDestination(fd: number, options: LogDestinationOptions 
     rest = undefined;
     try {
       const written = writeSync(fd, data);
-      if (written < data.length) rest = data.subarray(written);
+      stalled = written < data.length;
+      if (stalled) rest = data.subarray(written);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code ?? '';
-      rest = data;
       if (GONE.has(code)) gone = true;
-      if (gone || code !== 'EAGAIN' || rest.length > maxPendingBytes) drop();
+      stalled = code === 'EAGAIN';
+      if (stalled) rest = data;
+      else dropped += data.length;
     }
   };
   const timer = setInterval(flushSync, periodicFlushMs);
@@ -71,12 +71,12 @@ export function createLogDestination(fd: number, options: LogDestinationOptions 
 
   return {
     write(text) {
-      if (gone) {
+      if (gone || (rest?.length ?? 0) + pending.length + text.length > maxPendingBytes) {
         dropped += text.length;
         return true;
       }
       pending += text;
-      if (pending.length >= minLength) flushSync();
+      if (!stalled && pending.length >= minLength) flushSync();
       return true;
     },
     flushSync,
