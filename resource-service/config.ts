@@ -14,6 +14,12 @@ export class ServiceConfigError extends Error {
 export interface ServiceConfig {
   port: number;
   host: string;
+  /**
+   * SERVICE_PROBE_PORT: a plain-HTTP listener for the orchestrator's probes, `/readyz` running
+   * a query (readiness.ts); undefined: none. SERVICE_PROBE_HOST: its address, 127.0.0.1 unless
+   * set (a kubelet's httpGet needs the pod's address, 0.0.0.0).
+   */
+  probe: { port: number; host: string } | undefined;
   /** How long a drain waits for the requests in flight before cutting them. */
   shutdownTimeoutMs: number;
   /** Database pool size; undefined leaves the pool's default. */
@@ -95,6 +101,12 @@ function transport(env: NodeJS.ProcessEnv, problems: Problems): ServiceTransport
  * @param poolMax the pool size the caller decided (the embedded database has one backend);
  * DATABASE_POOL_MAX is read only when it is undefined.
  */
+function probeListener(env: NodeJS.ProcessEnv, problems: Problems): ServiceConfig['probe'] {
+  const port = wholeNumber(env, 'SERVICE_PROBE_PORT', { min: 0, max: 65_535, unit: 'port' }, problems);
+  const host = hostName(env, 'SERVICE_PROBE_HOST', problems) ?? DEFAULT_HOST;
+  return port === undefined ? undefined : { port, host };
+}
+
 export function readServiceConfig(env: NodeJS.ProcessEnv, poolMax?: number): ServiceConfig {
   const problems: Problems = [];
   const config: ServiceConfig = {
@@ -110,6 +122,7 @@ export function readServiceConfig(env: NodeJS.ProcessEnv, poolMax?: number): Ser
     // 0 asks the system for any free port, as tests and `npm start` do.
     port: wholeNumber(env, 'SERVICE_PORT', { min: 0, max: 65_535, unit: 'port' }, problems) ?? DEFAULT_PORT,
     host: hostName(env, 'SERVICE_HOST', problems) ?? DEFAULT_HOST,
+    probe: probeListener(env, problems),
     dataDir: env['PORTICO_DATA_DIR'] || '.portico',
     transport: transport(env, problems),
   };

@@ -17,6 +17,7 @@ import type { ServiceConfig } from './config.ts';
 import { purgeExpiredIdempotencyRecords } from './data/idempotency.ts';
 import { connectDatabase } from './db/connect.ts';
 import { migrate } from './db/migrate.ts';
+import { startProbeListener, type ProbeListener } from './readiness.ts';
 import { startService } from './server.ts';
 import type { RunningService } from './server.ts';
 import { describeServiceCertificate, loadServiceTls, type ServiceTlsFiles } from './tls.ts';
@@ -25,6 +26,8 @@ const PURGE_INTERVAL_MS = 10 * 60 * 1000;
 
 export interface ServiceProcess {
   service: RunningService;
+  /** The probe listener (SERVICE_PROBE_PORT), whose `/readyz` runs a query; undefined without. */
+  probe: ProbeListener | undefined;
   sql: Sql;
   /** The files the service's TLS uses; undefined over plain HTTP. */
   tls: ServiceTlsFiles | undefined;
@@ -129,6 +132,18 @@ async function startComponents(
     'resource service listening',
   );
 
+  // Opened after the service listener, so closed before it: readiness fails as the drain begins.
+  const probeAt = config.probe;
+  const probe =
+    probeAt === undefined
+      ? undefined
+      : await lifecycle.open(
+          'probe listener',
+          () => startProbeListener({ sql, ...probeAt }),
+          (listener) => listener.close(),
+        );
+  if (probe !== undefined) logger.info({ url: probe.url }, 'readiness probe listening');
+
   const purge = setInterval(() => {
     purgeExpiredIdempotencyRecords(sql).catch((err: unknown) =>
       logger.warn({ err }, 'idempotency purge failed'),
@@ -136,7 +151,7 @@ async function startComponents(
   }, PURGE_INTERVAL_MS);
   purge.unref();
   lifecycle.defer('idempotency purge', () => clearInterval(purge));
-  return { sql, service, tls };
+  return { sql, service, tls, probe };
 }
 
 export async function runService(
@@ -147,11 +162,12 @@ export async function runService(
   const config = readServiceConfig(env, database.maxConnections);
   const lifecycle = new Lifecycle();
   const drain: DrainOutcome = { finished: true };
-  const { sql, service, tls } = await lifecycle.start((lc) =>
+  const { sql, service, tls, probe } = await lifecycle.start((lc) =>
     startComponents(lc, config, env, logger, database, drain),
   );
   return {
     service,
+    probe,
     sql,
     tls,
     shutdownTimeoutMs: config.shutdownTimeoutMs,
