@@ -149,6 +149,7 @@ export async function startScaleFixture(): Promise<ScaleFixture> {
       await upstream.close();
       await agent.close();
       rmSync(dir, { recursive: true, force: true });
+      rmSync(certificate.dir, { recursive: true, force: true });
     },
   };
 }
