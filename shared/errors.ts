@@ -50,6 +50,7 @@ export const errorTable = {
   ERR_UPSTREAM_OVERLOADED: { status: 503, title: 'Upstream at capacity' },
   ERR_NO_HEALTHY_UPSTREAM: { status: 503, title: 'No healthy upstream' },
   ERR_GATEWAY_TIMEOUT: { status: 504, title: 'Gateway timeout' },
+  ERR_HTTP_VERSION_NOT_SUPPORTED: { status: 505, title: 'HTTP version not supported' },
 } as const satisfies Record<string, { status: number; title: string }>;
 
 export type ErrorCode = keyof typeof errorTable;

@@ -8,6 +8,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { HttpProblem } from '../../shared/errors.ts';
+import { isHttp2Request } from './http2.ts';
 
 /** RFC 9110 §7.6.1, plus the de facto ones that proxies must not forward either. */
 const HOP_BY_HOP = new Set([
@@ -91,9 +92,12 @@ export function checkRequestFraming(
   if ((req.url ?? '').length > limits.maxUriBytes) {
     throw new HttpProblem('ERR_URI_TOO_LONG', `request target exceeds ${limits.maxUriBytes} bytes`);
   }
+  const http2 = isHttp2Request(req);
+  // RFC 9110 §6.2: HTTP/1.1's parser takes any `HTTP/x.y` line; only 1.x is spoken there.
+  if (!http2 && req.httpVersionMajor !== 1) throw versionNotSupported();
   const counts = singletonCounts(req.rawHeaders);
   const hosts = counts.host;
-  if (req.httpVersionMajor === 2) {
+  if (http2) {
     checkAuthority(req, hosts);
   } else if (hosts !== 1) {
     // RFC 9112 §3.2: exactly one Host; Node accepts zero or several.
@@ -157,6 +161,16 @@ function invalidHeader(header: string, detail: string): HttpProblem {
 export const headersTooLarge = () =>
   new HttpProblem('ERR_HEADERS_TOO_LARGE', 'request line and headers exceed the size limit');
 
+/** 505: a request line naming a version other than HTTP/1.x, on an HTTP/1.1 connection. */
+export const versionNotSupported = () =>
+  new HttpProblem(
+    'ERR_HTTP_VERSION_NOT_SUPPORTED',
+    'only HTTP/1.0 and HTTP/1.1 are served on this connection',
+    {
+      headers: { Connection: 'close' },
+    },
+  );
+
 /** 408: the request not received within its time limit (HTTP/1.1 or an HTTP/2 stream). */
 export const requestTimeout = () =>
   new HttpProblem('ERR_REQUEST_TIMEOUT', 'request was not received within the time limit');
@@ -171,6 +185,8 @@ export function clientErrorProblem(error: NodeJS.ErrnoException): HttpProblem | 
       return headersTooLarge();
     case 'ERR_HTTP_REQUEST_TIMEOUT':
       return requestTimeout();
+    case 'HPE_INVALID_VERSION':
+      return versionNotSupported();
     case 'ECONNRESET':
     case 'EPIPE':
       return undefined;

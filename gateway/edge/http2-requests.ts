@@ -3,15 +3,19 @@
  * gets from node:http's parser and timers, given here in HTTP/2's terms.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { constants, type Http2ServerRequest, type Http2ServerResponse } from 'node:http2';
+import { constants, type Http2ServerRequest, type Http2ServerResponse, type Http2Session } from 'node:http2';
 import { headersTooLarge, requestTimeout } from './http-hygiene.ts';
 import { drainAfterAnswer, headerBytes, type Http2Limits } from './http2.ts';
 import type { Refusals } from './raw-refusal.ts';
 
+/** Header lists past `maxHeaderBytes` one connection may send before it is closed. */
+const OVERSIZED_LISTS_PER_CONNECTION = 4;
+
 /**
  * HTTP/2 requests: a header list past `maxHeaderBytes` is answered 431 here, as the HTTP/1
- * parser's overflow is; a body still arriving after `requestTimeoutMs` is answered 408 (or its
- * stream reset, once an answer has begun). Everything else goes to the handler, which reads
+ * parser's overflow is (the fourth on one connection closes it: GOAWAY ENHANCE_YOUR_CALM); a
+ * body still arriving after `requestTimeoutMs` is answered 408 (or its stream reset, once an
+ * answer has begun). Everything else goes to the handler, which reads
  * the compatibility objects as it reads node:http's.
  */
 export function createHttp2Requests(
@@ -19,10 +23,22 @@ export function createHttp2Requests(
   handle: (req: IncomingMessage, res: ServerResponse) => void,
   refuse: Refusals,
 ): (req: Http2ServerRequest, res: Http2ServerResponse) => void {
+  const oversized = new WeakMap<Http2Session, number>();
   return (req: Http2ServerRequest, res: Http2ServerResponse) => {
     const known = () => ({ method: req.method, target: req.url });
     if (headerBytes(req.rawHeaders) > limits.maxHeaderBytes) {
       refuse.stream(res, headersTooLarge(), known());
+      const { session } = req.stream;
+      if (session === undefined) return;
+      const count = (oversized.get(session) ?? 0) + 1;
+      oversized.set(session, count);
+      // A client that keeps sending lists past the limit is not one that will send a smaller
+      // one: each costs a whole decode for a few bytes on the wire (HPACK amplification).
+      if (count >= OVERSIZED_LISTS_PER_CONNECTION && !session.destroyed) {
+        session.goaway(constants.NGHTTP2_ENHANCE_YOUR_CALM);
+        // Once the GOAWAY is written: nothing more of this connection is read.
+        setImmediate(() => session.destroy());
+      }
       return;
     }
     const { stream } = req;

@@ -133,10 +133,20 @@ function withoutConnectionFields(
 }
 
 /**
+ * Fields in one h2 header list. Before the client has acknowledged our SETTINGS, nghttp2
+ * bounds a list by this count alone, and one byte on the wire may name a dynamic-table entry
+ * of up to ~4 KB (HPACK amplification, RFC 7541 §7.3): 2,000, HTTP/1.1's count, let ~5 KB
+ * decode to ~8 MB. 256 keeps that first flight under ~1 MB a list, and is far above what a
+ * request has, cookie crumbs included (RFC 9113 §8.2.3 lets a client split them).
+ */
+const MAX_HEADER_LIST_PAIRS = 256;
+
+/**
  * The server options that make h2 what the listener's limits say. The header list nghttp2
- * accepts is four times `maxHeaderBytes`: up to that, the listener answers 431 itself
- * ({@link headerBytes}); beyond it nghttp2 resets the stream, as the HTTP/1 parser stops at
- * its own bound.
+ * decodes is twice `maxHeaderBytes` (it counts 32 bytes a field beside name and value, we 4):
+ * up to that, the listener answers 431 itself ({@link headerBytes}); beyond it nghttp2 resets
+ * the stream (ENHANCE_YOUR_CALM) without decoding the rest, as the HTTP/1 parser stops at its
+ * own bound. It binds once the client acknowledged the SETTINGS; before, the pair count does.
  */
 export function http2ServerOptions(
   config: Http2Config,
@@ -150,11 +160,10 @@ export function http2ServerOptions(
   return {
     settings: {
       maxConcurrentStreams: config.maxConcurrentStreams,
-      maxHeaderListSize: limits.maxHeaderBytes * 4,
+      maxHeaderListSize: limits.maxHeaderBytes * 2,
       enablePush: false,
     },
-    // HTTP/1.1's parser takes 2000 fields; nghttp2's default of 128 would reset ordinary requests.
-    maxHeaderListPairs: 2000,
+    maxHeaderListPairs: MAX_HEADER_LIST_PAIRS,
     // nghttp2's token bucket of received RST_STREAMs (Node's own defence: burst 1000, 33/s).
     streamResetBurst: config.maxStreamResets,
     streamResetRate: Math.max(1, Math.floor(config.maxStreamResets / 10)),
@@ -272,9 +281,17 @@ export function lingerBeforeEnd(socket: TLSSocket): void {
   };
 }
 
+/**
+ * A request that came on an HTTP/2 stream. Not `httpVersionMajor === 2`: an HTTP/1.1
+ * connection may carry a request line that says `HTTP/2.0` (http-hygiene.ts refuses it).
+ */
+export function isHttp2Request(req: IncomingMessage): boolean {
+  return (req as unknown) instanceof Http2ServerRequest;
+}
+
 /** An h2 request whose HEADERS did not end the stream: DATA follows, length announced or not. */
 export function http2BodyFollows(req: IncomingMessage): boolean {
-  return req.httpVersionMajor === 2 && !(req as unknown as Http2ServerRequest).stream.endAfterHeaders;
+  return isHttp2Request(req) && !(req as unknown as Http2ServerRequest).stream.endAfterHeaders;
 }
 
 /**
