@@ -10,6 +10,7 @@
 import type { Principal } from '../../shared/principal.ts';
 import type { RedisClient } from '../../shared/redis.ts';
 import type { RateLimitPolicyConfig, RateLimitsConfig } from './config-schema.ts';
+import { openCountingConnection } from './counting-connection.ts';
 import { joinFleet } from './fleet-share.ts';
 import { createMostLimited, type LimitedCaller } from './most-limited.ts';
 import { added, compilePolicy, PolicyCounter, type CompiledPolicy, type Counted } from './policy-counter.ts';
@@ -166,7 +167,8 @@ export function createRateLimiter(initial: RateLimitsConfig, deps: RateLimiterDe
   let config = initial;
   const limitedCallers = createMostLimited();
   const fleet = redis === undefined ? undefined : joinFleet(redis, () => config.expectedGateways);
-  const counter = new PolicyCounter(redis, fleet, deps.storeFailureLog);
+  const counting = redis === undefined ? undefined : openCountingConnection(redis, config.storeTimeoutMs);
+  const counter = new PolicyCounter(redis, counting, fleet, deps.storeFailureLog);
 
   const compileAll = (c: RateLimitsConfig) => ({
     policies: c.policies.map((p) => compilePolicy(p, 'p:')),
@@ -253,6 +255,7 @@ export function createRateLimiter(initial: RateLimitsConfig, deps: RateLimiterDe
     async close() {
       deps.storeFailureLog?.close();
       await fleet?.leave();
+      counting?.close();
     },
   };
 }

@@ -10,6 +10,7 @@
  */
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { isCluster, type RedisClient } from '../../shared/redis.ts';
+import type { CountingConnection } from './counting-connection.ts';
 import { durationSeconds, type RateLimitPolicyConfig, type RateLimitsConfig } from './config-schema.ts';
 import { shareOf, type FleetMembership } from './fleet-share.ts';
 import { createRedisCounter, type Counted as WindowCount, type RedisCounter } from './redis-counter.ts';
@@ -81,13 +82,25 @@ export class PolicyCounter {
   readonly #fleet: FleetMembership | undefined;
   readonly #failureLog: StoreFailureLog | undefined;
 
+  /** Counting on the shared connection, while the counter's own is not ready. */
+  readonly #shared: RedisCounter | undefined;
+  readonly #counting: CountingConnection | undefined;
+
+  /**
+   * `shared`: the process's Redis connection, when Redis is configured; `counting`: the
+   * counter's own connection to it (counting-connection.ts).
+   */
   constructor(
-    redis: RedisClient | undefined,
+    shared: RedisClient | undefined,
+    counting: CountingConnection | undefined,
     fleet: FleetMembership | undefined,
     failureLog: StoreFailureLog | undefined,
   ) {
-    this.#counter = redis === undefined ? undefined : createRedisCounter(redis);
-    this.#tagged = redis !== undefined && isCluster(redis);
+    this.#counter =
+      counting === undefined ? undefined : createRedisCounter(counting.redis, counting.deadlineMs);
+    this.#shared = shared === undefined ? undefined : createRedisCounter(shared);
+    this.#counting = counting;
+    this.#tagged = shared !== undefined && isCluster(shared);
     this.#fleet = fleet;
     this.#failureLog = failureLog;
   }
@@ -116,12 +129,8 @@ export class PolicyCounter {
     }
     if (store !== 'memory') {
       try {
-        const counted = await this.#counter.add(
-          this.redisKey(policy, key),
-          policy.windowSeconds,
-          points,
-          limit,
-        );
+        const counter = this.#counting?.redis.status === 'ready' ? this.#counter : this.#shared!;
+        const counted = await counter.add(this.redisKey(policy, key), policy.windowSeconds, points, limit);
         // The fleet has used the whole limit: should Redis fail before this window ends, this
         // gateway's share of it is spent too. Only a refusal pays for this (the hot path does
         // not), and it keeps a failover right after a limit was reached at the limit.

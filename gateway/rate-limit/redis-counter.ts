@@ -98,19 +98,35 @@ function bySlot(batch: Pending[], prefix: string | undefined): Pending[][] {
   return [...groups.values()];
 }
 
-/** `promise`, or a rejection after `ms`; `onLate` runs when the deadline wins. */
+/**
+ * `promise`, or a rejection after `ms`; `onLate` runs when the deadline wins. The deadline is
+ * judged after the event loop has read its sockets (a setImmediate after the timer): an answer
+ * that arrived while the gateway's own loop was stalled is an answer, not a timeout.
+ */
 function withDeadline<T>(promise: Promise<T>, ms: number, onLate: () => void): Promise<T> {
+  let settled = false;
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
-      onLate();
-      reject(new Error(`Redis Cluster did not answer within ${ms} ms`));
+      setImmediate(() => {
+        if (settled) return;
+        onLate();
+        reject(new Error(`Redis did not answer within ${ms} ms`));
+      });
     }, ms);
   });
-  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+  return Promise.race([promise, late]).finally(() => {
+    settled = true;
+    clearTimeout(timer);
+  });
 }
 
-export function createRedisCounter(redis: RedisClient): RedisCounter {
+/**
+ * `deadlineMs`: how long a batch may take before its counts fail (the store timeout); by
+ * default, in a cluster, the nodes' command timeout, and none of its own on one node (ioredis's
+ * command timeout then applies). counting-connection.ts says why the limiter gives one.
+ */
+export function createRedisCounter(redis: RedisClient, deadlineMs?: number): RedisCounter {
   const client = redis as CountingRedis;
   // ioredis sends EVALSHA, and the script itself once Redis says NOSCRIPT; it prefixes KEYS.
   if (typeof client[COMMAND] !== 'function') redis.defineCommand(COMMAND, { lua: SCRIPT });
@@ -118,7 +134,7 @@ export function createRedisCounter(redis: RedisClient): RedisCounter {
   const clusterPrefix = isCluster(redis) ? (redis.options.keyPrefix ?? '') : undefined;
   // A cluster client retries a command whose master died (until the slots are re-read), past
   // the per-node command timeout: the batch gets that timeout as its own deadline.
-  const deadlineMs = isCluster(redis) ? redis.options.redisOptions?.commandTimeout : undefined;
+  deadlineMs ??= isCluster(redis) ? redis.options.redisOptions?.commandTimeout : undefined;
   // Each call is a whole turn's batch already, so it goes out on its own rather than through
   // ioredis's auto-pipeline. That pipeline would add a Pipeline object, a nextTick and a
   // callback adapter per call, and it holds new calls back while one is in flight. Bypassing
@@ -152,10 +168,10 @@ export function createRedisCounter(redis: RedisClient): RedisCounter {
       return;
     }
     if (deadlineMs !== undefined) {
-      // A cluster client goes on redirecting and retrying a command past the deadline (a
-      // slot moving, a master failing over), so a count reported failed may still land. The
-      // request was decided without it (refused, or counted in memory instead): what it
-      // added is given back, or a refusal would be charged after all.
+      // A count reported failed may still land: a cluster client goes on redirecting and
+      // retrying a command past the deadline (a slot moving, a master failing over), and any
+      // answer may simply come late. The request was decided without it (refused, or counted
+      // in memory instead): what it added is given back, or a refusal would be charged after all.
       let late = false;
       const sent = reply;
       reply = withDeadline(sent, deadlineMs, () => (late = true));

@@ -5,8 +5,8 @@ import type { Redis } from 'ioredis';
 import { createRedisClient, waitForRedis } from '../../shared/redis.ts';
 import { DEFAULT_RATE_LIMITS } from '../../gateway/rate-limit/config-schema.ts';
 import type { RateLimitsConfig } from '../../gateway/rate-limit/config-schema.ts';
-import { createRateLimiter } from '../../gateway/rate-limit/limiter.ts';
-import type { RateLimitSubject } from '../../gateway/rate-limit/limiter.ts';
+import { createRateLimiter as openRateLimiter } from '../../gateway/rate-limit/limiter.ts';
+import type { RateLimiter, RateLimitSubject } from '../../gateway/rate-limit/limiter.ts';
 import { rateLimitHeaders, rateLimitProblem } from '../../gateway/rate-limit/headers.ts';
 import { startOwnRedis } from '../support/redis-server.ts';
 import type { OwnRedis } from '../support/redis-server.ts';
@@ -21,7 +21,15 @@ async function sharedRedis(): Promise<Redis> {
   expect(await waitForRedis(client)).toBe(true);
   return client;
 }
-afterAll(() => {
+/** Every limiter made here is closed after the file: each has a Redis connection of its own. */
+const limiters: RateLimiter[] = [];
+const createRateLimiter = (...args: Parameters<typeof openRateLimiter>) => {
+  const limiter = openRateLimiter(...args);
+  limiters.push(limiter);
+  return limiter;
+};
+afterAll(async () => {
+  for (const limiter of limiters) await limiter.close();
   for (const c of clients) c.disconnect();
 });
 
