@@ -109,6 +109,9 @@ export function explainRedisError(error: Error, tls: boolean): string {
     return `${message}: a Redis that accepts only TLS resets plain connections; if it does, name it rediss:// (one node) or set REDIS_TLS=true (Cluster, Sentinel)`;
   if (tls && /wrong version number|packet length too long|unexpected eof/i.test(message))
     return `${message}: this Redis port speaks plain TCP, not TLS (REDIS_TLS, or rediss://, says otherwise)`;
+  // A plain Redis reads a ClientHello as the start of an inline command and waits for its end.
+  if (tls && code === 'ETIMEDOUT')
+    return `${message}: no answer to the TLS handshake: Redis is unreachable, or this port speaks plain TCP, not TLS (REDIS_TLS, or rediss://, says otherwise)`;
   if (tls && (reset || /certificate required|handshake failure/i.test(message)))
     return `${message}: if Redis requires client certificates (tls-auth-clients), name one with REDIS_TLS_CERT_FILE and REDIS_TLS_KEY_FILE`;
   if (tls && code !== undefined && UNTRUSTED.has(code))

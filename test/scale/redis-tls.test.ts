@@ -8,8 +8,8 @@
 import { execFile } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { redisTargetFromEnv } from '../../shared/redis.ts';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createRedisConnection, explainRedisError, redisTargetFromEnv } from '../../shared/redis.ts';
 import { createTestPki, type TestPki } from '../support/internal-pki.ts';
 import { startRedisCluster } from '../support/redis-cluster.ts';
 import { createRedisNodes, type RedisNodes, type RedisNodesTls } from '../support/redis-nodes.ts';
@@ -131,6 +131,34 @@ describe('TLS to Redis', () => {
     expect(failed?.code).toBe(1);
     expect(failed?.stderr).toContain('does not answer within 5 s');
     expect(failed?.stderr).toContain('name it rediss://');
+  }, 30_000);
+
+  it('names the likely cause of each TLS failure and the setting that fixes it', async () => {
+    const port = await oneNode();
+    const plainPort = Number(new URL(inject('redisUrl')).port || 6379);
+    const firstError = async (env: Record<string, string>) => {
+      const target = redisTargetFromEnv(env)!;
+      const client = createRedisConnection(target, { commandTimeoutMs: 2000 });
+      try {
+        const error = await new Promise<Error>((resolve) => client.once('error', resolve));
+        return explainRedisError(error, target.tls !== undefined);
+      } finally {
+        client.disconnect();
+      }
+    };
+    const url = `rediss://127.0.0.1:${port}`;
+    const { REDIS_TLS_CA_FILE } = tlsFiles();
+    expect(await firstError({ REDIS_URL: url, REDIS_TLS_CA_FILE })).toContain('REDIS_TLS_CERT_FILE');
+    expect(
+      await firstError({ REDIS_URL: url, ...tlsFiles(), REDIS_TLS_SERVERNAME: 'other.example' }),
+    ).toContain('REDIS_TLS_SERVERNAME');
+    const { REDIS_TLS_CERT_FILE, REDIS_TLS_KEY_FILE } = tlsFiles();
+    expect(await firstError({ REDIS_URL: url, REDIS_TLS_CERT_FILE, REDIS_TLS_KEY_FILE })).toContain(
+      'REDIS_TLS_CA_FILE names the CA',
+    );
+    expect(await firstError({ REDIS_URL: `rediss://127.0.0.1:${plainPort}`, ...tlsFiles() })).toContain(
+      'speaks plain TCP, not TLS',
+    );
   }, 30_000);
 
   it('refuses settings that cannot take effect, naming them', () => {
