@@ -10,27 +10,12 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { Doc } from './kustomize.ts';
-import { read, ROOT } from './deploy-files.ts';
+import { dockerStage, ROOT } from './deploy-files.ts';
 
 export interface ComposeRun {
   child: ChildProcess;
   exited: Promise<number | null>;
   output(): string;
-}
-
-/** The Dockerfile stage a service builds, and that stage's ENTRYPOINT and final ENV. */
-function imageOf(service: Doc): { entrypoint: string[]; env: Record<string, string> } {
-  const stages = read('deploy/Dockerfile')
-    .split(/^FROM /m)
-    .slice(1);
-  const target = service['build']?.target as string | undefined;
-  const stage =
-    target === undefined ? stages.at(-1)! : stages.find((s) => new RegExp(`AS ${target}\\s`).test(s))!;
-  const entrypoint = /^ENTRYPOINT (\[.*\])$/m.exec(stage)?.[1];
-  const env: Record<string, string> = {};
-  for (const [, line] of stage.matchAll(/^ENV (.+)$/gm))
-    for (const pair of line!.split(/\s+/)) env[pair.split('=')[0]!] = pair.split('=').slice(1).join('=');
-  return { entrypoint: entrypoint === undefined ? [] : (JSON.parse(entrypoint) as string[]), env };
 }
 
 export class ComposeWorld {
@@ -85,7 +70,7 @@ export class ComposeWorld {
   /** Starts `service` with `overrides` on top of its environment. */
   run(service: Doc, overrides: Record<string, string>): ComposeRun {
     const mounts = this.mounts(service);
-    const image = imageOf(service);
+    const image = dockerStage(service['build']?.target);
     const entrypoint = (service['entrypoint'] as string[] | undefined) ?? image.entrypoint;
     const argv = [...entrypoint, ...((service['command'] as string[] | undefined) ?? [])]
       .map((arg) => this.substitute(arg, mounts))

@@ -55,6 +55,24 @@ export function generatedSecrets(): { secrets: Doc[]; dir: string; cleanup: () =
   return { secrets, dir, cleanup: () => rmSync(parent, { recursive: true, force: true }) };
 }
 
+/**
+ * A stage of deploy/Dockerfile (the final one unless `target` names one): its ENTRYPOINT and
+ * its ENV, as a container built from it starts with them.
+ */
+export function dockerStage(target?: string): { entrypoint: string[]; env: Record<string, string> } {
+  const stages = read('deploy/Dockerfile')
+    .split(/^FROM /m)
+    .slice(1);
+  const stage =
+    target === undefined ? stages.at(-1) : stages.find((s) => new RegExp(`AS ${target}\\s`).test(s));
+  if (stage === undefined) throw new Error(`deploy/Dockerfile has no stage ${target}`);
+  const entrypoint = /^ENTRYPOINT (\[.*\])$/m.exec(stage)?.[1];
+  const env: Record<string, string> = {};
+  for (const [, line] of stage.matchAll(/^ENV (.+)$/gm))
+    for (const pair of line!.split(/\s+/)) env[pair.split('=')[0]!] = pair.split('=').slice(1).join('=');
+  return { entrypoint: entrypoint === undefined ? [] : (JSON.parse(entrypoint) as string[]), env };
+}
+
 /** Upper-case string literals of a process's sources: every variable it can read. */
 export function variablesRead(dirs: readonly string[]): Set<string> {
   const names = new Set<string>();

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../../support/free-port.ts';
 import type { Doc } from './kustomize.ts';
-import { read, ROOT } from './deploy-files.ts';
+import { dockerStage, ROOT } from './deploy-files.ts';
 
 /** The pod's address here: any 127/8 address reaches loopback on Linux. */
 export const POD_IP = '127.0.0.2';
@@ -45,17 +45,6 @@ const dataOf = (doc: Doc): Record<string, string> => ({
   ),
   ...(doc['stringData'] ?? {}),
 });
-
-/** The Dockerfile's final stage's ENV (`ENV A=1 B=2`). */
-function imageEnv(): Record<string, string> {
-  const last = read('deploy/Dockerfile')
-    .split(/^FROM /m)
-    .at(-1)!;
-  const env: Record<string, string> = {};
-  for (const [, line] of last.matchAll(/^ENV (.+)$/gm))
-    for (const pair of line!.split(/\s+/)) env[pair.split('=')[0]!] = pair.split('=').slice(1).join('=');
-  return env;
-}
 
 /** Replaces every mount path, longest first, and every Service address in `text`. */
 function substitute(text: string, paths: Map<string, string>, services: Map<string, string>): string {
@@ -100,7 +89,7 @@ export async function runPodContainer(pod: Doc, inputs: PodInputs): Promise<PodP
     ports.set(declared['containerPort'], local);
     if (declared['name'] !== undefined) ports.set(declared['name'], local);
   }
-  const env: Record<string, string> = { PATH: process.env['PATH']!, ...imageEnv() };
+  const env: Record<string, string> = { PATH: process.env['PATH']!, ...dockerStage().env };
   for (const from of container['envFrom'] ?? []) Object.assign(env, source('Secret', from['secretRef'].name));
   for (const entry of container['env'] ?? []) {
     if (entry['valueFrom']?.fieldRef?.fieldPath === 'status.podIP') env[entry['name']] = POD_IP;
