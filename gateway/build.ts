@@ -113,7 +113,9 @@ export async function buildGateway(
   const cache = await buildCache(config, deps, options, lifecycle);
   registerCacheMetrics(metrics.registry, cache);
   const audit =
-    deps.auditLogPath === undefined ? undefined : createAuditLog({ path: deps.auditLogPath, logger: log });
+    deps.auditLogPath === undefined
+      ? undefined
+      : createAuditLog({ path: deps.auditLogPath, logger: log, registry: metrics.registry });
   if (audit !== undefined) lifecycle.defer('audit log', () => audit.close());
 
   const forward = createForward(config.proxy, {

@@ -12,6 +12,7 @@
  * gap and its size rather than a broken chain.
  */
 import type { Logger } from 'pino';
+import { Counter, type Registry } from 'prom-client';
 import { workerSlot } from '../../shared/worker-slot.ts';
 import { readChainEnd } from './chain-end.ts';
 import {
@@ -38,6 +39,8 @@ export interface AuditLogOptions {
    * process of its own, the one writer of its file.
    */
   chain?: string | undefined;
+  /** Where `portico_audit_records_lost_total` is registered; no metric without. */
+  registry?: Registry;
 }
 
 export interface AuditLog {
@@ -70,6 +73,7 @@ export function createAuditLog(options: AuditLogOptions): AuditLog {
     logger.warn({ path: options.path }, 'audit log ends with a cut record; continuing after it');
 
   const out = toStdout ? stdoutSink(logger) : fileSink(options.path, logger);
+  const lost = lostRecordsCounter(options.registry);
 
   // Each entry with how many were dropped just before it (told in its record).
   let queue: [AuditEntry, number][] = [];
@@ -106,6 +110,7 @@ export function createAuditLog(options: AuditLogOptions): AuditLog {
         // Runs outside any request: a throw here would take the process down.
         logger.error({ err: (error as Error).message }, 'audit entry could not be written');
         unwritable += 1;
+        lost?.inc();
       }
     }
     if (lines.length === 0) return void (unsealedBefore = unwritable);
@@ -120,6 +125,8 @@ export function createAuditLog(options: AuditLogOptions): AuditLog {
     }
     // Nothing of the batch is in the file: the chain goes on from where it was.
     ({ prev, seq } = before);
+    // The entries sealed into the batch (a pending gap's own record is not one of them).
+    lost?.inc(lines.length - (gap === undefined ? 0 : 1));
     if (gap === undefined)
       logger.error(
         { reason: failure },
@@ -140,6 +147,7 @@ export function createAuditLog(options: AuditLogOptions): AuditLog {
       if (queue.length >= maxQueue) {
         if (dropped === 0) logger.error({ maxQueue }, 'audit log queue full; dropping records');
         dropped += 1;
+        lost?.inc();
         return;
       }
       queue.push([entry.time === undefined ? { ...entry, time: Date.now() } : entry, dropped]);
@@ -183,3 +191,15 @@ const gapFacts = (gap: AuditGap) => ({
   to: new Date(gap.to).toISOString(),
   reason: gap.reason,
 });
+
+/** Records lost (a full queue, an entry that could not be sealed, a failed write), whatever states them. */
+function lostRecordsCounter(registry: Registry | undefined): Counter | undefined {
+  if (registry === undefined) return undefined;
+  const existing = registry.getSingleMetric('portico_audit_records_lost_total');
+  if (existing instanceof Counter) return existing;
+  return new Counter({
+    name: 'portico_audit_records_lost_total',
+    help: 'Audit records lost: a full queue, an entry that could not be sealed, or a write the file refused (stated in the log by droppedBefore or a gap record).',
+    registers: [registry],
+  });
+}

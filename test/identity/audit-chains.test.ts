@@ -9,6 +9,7 @@ import { mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createAuditLog, type AuditEntry } from '../../gateway/audit/audit-log.ts';
 import { verifyAuditFile } from '../../gateway/audit/verify-chain.ts';
@@ -114,7 +115,8 @@ describe('a full disk under the audit log', () => {
     const filler = join(disk, 'filler');
     writeFileSync(filler, Buffer.alloc(64 * 1024));
     const { logger, lines: logged } = memoryLogger();
-    const log = createAuditLog({ path, logger });
+    const registry = new Registry();
+    const log = createAuditLog({ path, logger, registry });
     cleanups.push(() => void log.close());
     let n = 0;
     for (; n < 1500; n += 1) {
@@ -151,6 +153,9 @@ describe('a full disk under the audit log', () => {
       reason: expect.stringMatching(/ENOSPC|short write/),
     });
     expect(gaps.reduce((sum, gap) => sum + gap.records, 0)).toBe(1500 - written);
+    expect(await registry.getSingleMetricAsString('portico_audit_records_lost_total')).toMatch(
+      new RegExp(`^portico_audit_records_lost_total ${1500 - written}$`, 'm'),
+    );
     expect(gaps.at(-1)).toMatchObject({ to: new Date(START + 1499).toISOString() });
     expect(await verifyAuditFile(path)).toEqual({ ok: true, records: records.length, gaps });
     console.info(
