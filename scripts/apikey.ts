@@ -47,7 +47,7 @@ Signed API keys (Authorization: ApiKey <key>).
 
 Environment: REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS with REDIS_SENTINEL_NAME (records
 and revocations in Redis, under PORTICO_REDIS_PREFIX, default
-portico:), else the file apikeys.jsonl in PORTICO_DATA_DIR (default .portico);
+portico:; TLS by rediss:// or REDIS_TLS=true and the REDIS_TLS_* files: docs/redis.md), else the file apikeys.jsonl in PORTICO_DATA_DIR (default .portico);
 PORTICO_APIKEY_SIGNING_KEYS (else the data dir's signing key).`);
 
 function usage(message: string): never {

@@ -50,13 +50,18 @@ export function choosePlacement(): Placement {
 const children = new Set<ChildProcess>();
 
 /** Variables that would point a child at other stores or ports than the ones given to it. */
-const ELSEWHERE = ['DATABASE_URL', 'REDIS_URL', 'REDIS_CLUSTER_NODES', 'REDIS_SENTINELS', 'GATEWAY_PORT'];
+const ELSEWHERE = ['DATABASE_URL', 'GATEWAY_PORT'];
 
-/** Environment of a child (bench and soak): the caller's, minus anything that would point it elsewhere. */
+/**
+ * Environment of a child (bench and soak): the caller's, minus anything that would point it
+ * elsewhere. Every REDIS_* goes too: the child gets its Redis from `overrides`, and the caller's
+ * credentials or TLS settings beside that plain local URL would refuse its start.
+ */
 export function childEnv(logLevel: string, overrides: Record<string, string>): NodeJS.ProcessEnv {
   const base = { ...process.env };
   for (const name of Object.keys(base))
-    if (name.startsWith('PORTICO_') || ELSEWHERE.includes(name)) delete base[name];
+    if (name.startsWith('PORTICO_') || name.startsWith('REDIS_') || ELSEWHERE.includes(name))
+      delete base[name];
   return { ...base, LOG_LEVEL: logLevel, ...overrides };
 }
 

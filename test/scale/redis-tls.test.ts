@@ -9,6 +9,7 @@ import { execFile } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { childEnv } from '../../scripts/bench/children.ts';
 import { createRedisConnection, explainRedisError, redisTargetFromEnv } from '../../shared/redis.ts';
 import { createTestPki, type TestPki } from '../support/internal-pki.ts';
 import { startRedisCluster } from '../support/redis-cluster.ts';
@@ -160,6 +161,24 @@ describe('TLS to Redis', () => {
       'speaks plain TCP, not TLS',
     );
   }, 30_000);
+
+  it("bench and soak children do not inherit the caller's Redis settings, TLS ones included", () => {
+    const names = ['REDIS_TLS', 'REDIS_TLS_CA_FILE', 'REDIS_USERNAME', 'REDIS_SENTINEL_NAME'];
+    const saved = names.map((name) => [name, process.env[name]] as const);
+    try {
+      for (const name of names) process.env[name] = name === 'REDIS_TLS' ? 'true' : 'x';
+      // The child is pointed at the bench's own Redis: REDIS_TLS=true beside redis:// would refuse
+      // its start, as would REDIS_USERNAME beside REDIS_URL.
+      const env = childEnv('warn', { REDIS_URL: 'redis://127.0.0.1:6379' });
+      expect(Object.keys(env).filter((name) => name.startsWith('REDIS_'))).toEqual(['REDIS_URL']);
+      expect(() => redisTargetFromEnv(env)).not.toThrow();
+    } finally {
+      for (const [name, value] of saved) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
+  });
 
   it('refuses settings that cannot take effect, naming them', () => {
     const file = { REDIS_TLS_CA_FILE: '/nonexistent/ca.crt' };
