@@ -7,9 +7,13 @@
  * answer, which is how a test checks that the gateway still serves after a bad one.
  */
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import { createSecureContext, TLSSocket } from 'node:tls';
 
-/** What one case writes, given the socket and the request it answers. */
-export type Answer = (socket: Socket, request: ParsedRequest) => void | Promise<void>;
+/**
+ * What one case writes, given the socket and the request it answers. Over TLS, `raw` is the
+ * TCP socket beneath, for bytes no TLS stack would send (a stray alert, a garbage record).
+ */
+export type Answer = (socket: Socket, request: ParsedRequest, raw: Socket) => void | Promise<void>;
 
 export interface ParsedRequest {
   method: string;
@@ -59,12 +63,19 @@ export const sendInSteps =
     }
   };
 
-export async function startHostileUpstream(cases: ReadonlyMap<string, Answer>): Promise<HostileUpstream> {
+/** With `tls`, the upstream speaks HTTPS with that certificate (`url` is then https:). */
+export async function startHostileUpstream(
+  cases: ReadonlyMap<string, Answer>,
+  tls?: { cert: string; key: string },
+): Promise<HostileUpstream> {
   const hits = new Map<string, number>();
   const sockets = new Set<Socket>();
-  const server: Server = createServer((socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
+  const secureContext = tls === undefined ? undefined : createSecureContext(tls);
+  const server: Server = createServer((raw) => {
+    sockets.add(raw);
+    raw.on('close', () => sockets.delete(raw));
+    raw.on('error', () => {});
+    const socket = secureContext === undefined ? raw : new TLSSocket(raw, { isServer: true, secureContext });
     socket.on('error', () => {});
     let buffered = Buffer.alloc(0);
     socket.on('data', (chunk: Buffer) => {
@@ -77,14 +88,14 @@ export async function startHostileUpstream(cases: ReadonlyMap<string, Answer>): 
         hits.set(name, (hits.get(name) ?? 0) + 1);
         const answer = name === 'ok' ? send(okResponse()) : cases.get(name);
         if (answer === undefined) socket.end('HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n');
-        else void Promise.resolve(answer(socket, request.parsed)).catch(() => socket.destroy());
+        else void Promise.resolve(answer(socket, request.parsed, raw)).catch(() => socket.destroy());
       }
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `${tls === undefined ? 'http' : 'https'}://127.0.0.1:${port}`,
     hits,
     close: () =>
       new Promise<void>((resolve) => {
