@@ -103,6 +103,12 @@ describe('Redis Cluster reshards the slot of a counter under traffic', () => {
       observer.on('error', () => {});
       expect(await waitForRedis(observer, 10_000)).toBe(true);
 
+      // Both gateways heartbeat into the cluster too (the share they would count alone by).
+      const fleet = observer;
+      for (let i = 0; i < 100 && (await fleet.zcard(`${prefix}rl:fleet`)) < 2; i++)
+        await new Promise((r) => setTimeout(r, 100));
+      expect(await fleet.zcard(`${prefix}rl:fleet`)).toBe(2);
+
       const customer = freshCustomer();
       const key = `${prefix}rl:p:default:60:{${customer}}`;
       const from = await cluster.masterOf(key);
