@@ -27,8 +27,11 @@ const env = process.env;
 const destination = createLogDestination(1);
 process.once('exit', () => destination.flushSync());
 const log = pino({ name: 'resource-service', level: env['LOG_LEVEL'] ?? 'info' }, destination);
-/** What a stop may take beyond the drain deadline before the process exits regardless. */
-const STOP_MARGIN_MS = 2000;
+/**
+ * What a stop may take beyond the drain deadline before the process exits regardless: the
+ * database pool's end after a drain that finished waits up to 5 s for its queries (run.ts).
+ */
+const STOP_MARGIN_MS = 6000;
 const crashGuard = installCrashGuard(log, { deadlineMs: 120_000 });
 
 async function main(): Promise<void> {
