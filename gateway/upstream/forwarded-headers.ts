@@ -11,8 +11,20 @@ import { REQUEST_ID_HEADER } from '../stages/request-id.ts';
 
 /** Never forwarded from the client: identity and forwarding facts are ours to state. */
 const CLIENT_FORWARDING = new Set(['forwarded', 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host']);
-/** Not forwarded: `host` is the upstream's, `expect` was answered here (100-continue). */
-const NOT_FORWARDED = new Set(['host', 'expect', IDENTITY_HEADER, REQUEST_ID_HEADER, 'x-real-ip']);
+/**
+ * Not forwarded: `host` is the upstream's, `expect` was answered here (100-continue), and
+ * `authorization` goes no further than the edge on every route: where a caller was
+ * established the assertion replaces it, and an `auth: none` route (the API description,
+ * the docs) has no use for a token a client library attaches to every request.
+ */
+const NOT_FORWARDED = new Set([
+  'host',
+  'expect',
+  'authorization',
+  IDENTITY_HEADER,
+  REQUEST_ID_HEADER,
+  'x-real-ip',
+]);
 
 const COLON = 0x3a;
 
