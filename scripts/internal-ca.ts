@@ -1,6 +1,6 @@
 /**
  * Issues the certificates of the internal hop (gateway → resource service, mutual TLS) into a
- * directory, for deployments and for CA rotations (README, "Rotating the internal CA"):
+ * directory, for deployments and for CA rotations (docs/operations.md, "Rotating the internal CA"):
  *
  *   node scripts/internal-ca.ts --out DIR [--name service]... [--ca CA_DIR]
  *

@@ -41,7 +41,7 @@ issuer is trusted) and a curl line. Ctrl-C (SIGINT) or SIGTERM drains and stops 
 
 Environment: PORTICO_DATA_DIR (default .portico: keys, certificates, embedded database, audit
 log), PORTICO_CONFIG (gateway config file), GATEWAY_PORT (8443), ADMIN_PORT (9090), ADMIN_HOST
-(127.0.0.1), SERVICE_PORT (8081), DATABASE_URL, REDIS_URL, LOG_LEVEL (info); README, Configuration.`);
+(127.0.0.1), SERVICE_PORT (8081), DATABASE_URL, REDIS_URL, LOG_LEVEL (info); docs/configuration.md.`);
 if (process.argv.length > 2) usageError('start', USAGE, `unexpected argument ${process.argv[2]}`);
 
 const env: NodeJS.ProcessEnv = {
@@ -187,7 +187,7 @@ async function main(): Promise<void> {
       '',
       ...(token === undefined
         ? [
-            `Tokens come from ${jwt.issuer}: put an access token it issued in TOKEN (README: "Your own identity provider").`,
+            `Tokens come from ${jwt.issuer}: put an access token it issued in TOKEN (docs/identity-provider.md).`,
           ]
         : [
             `A token for the demo customer demo-alice, valid ${TOKEN_TTL_SECONDS / 60} minutes (more: ${tokenCommand()} -- --customer demo-bob):`,

@@ -146,7 +146,7 @@ export async function ensureDevPki(dataDir: string): Promise<DevPkiFiles> {
   const write = (name: string, text: string, mode = 0o644) =>
     writeFileSync(join(staging, name), text, { mode });
   write('ca.crt', ca.cert);
-  // The CA's key stays beside it so that a developer can issue more (README, rotation).
+  // The CA's key stays beside it so that a developer can issue more (docs/operations.md, rotation).
   write('ca.key', ca.key, 0o600);
   write('service.crt', service.cert);
   write('service.key', service.key, 0o600);
