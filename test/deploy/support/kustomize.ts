@@ -1,7 +1,7 @@
 /**
  * Renders a kustomization the way `kubectl apply -k` does, for the few features
  * deploy/kubernetes uses (resources, namespace, configMapGenerator with its name hash off,
- * images, replicas, commonLabels-free). No kustomize binary ships with the project, so the
+ * images, replicas, inline JSON patches). No kustomize binary ships with the project, so the
  * tests render with this and, where `kubectl` is installed, compare with `kubectl kustomize`
  * (kustomize-render.test.ts): the real tool is the judge of this stand-in.
  */
@@ -21,6 +21,8 @@ interface Kustomization {
   configMapGenerator?: { name: string; files?: string[]; options?: { disableNameSuffixHash?: boolean } }[];
   images?: { name: string; newName?: string; newTag?: string; digest?: string }[];
   replicas?: { name: string; count: number }[];
+  /** JSON patches (RFC 6902) inline; this stand-in applies `remove` and `replace`. */
+  patches?: { target: { kind: string; name: string }; patch: string }[];
 }
 
 /** The objects `kubectl kustomize dir` would print, in the order of their resources. */
@@ -41,7 +43,21 @@ export function renderKustomization(dir: string): Doc[] {
     docs.push({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: generator.name }, data });
   }
   for (const doc of docs) applyOverrides(doc, k);
+  for (const { target, patch } of k.patches ?? [])
+    for (const doc of docs.filter((d) => d['kind'] === target.kind && d['metadata'].name === target.name))
+      applyJsonPatch(doc, JSON.parse(patch) as { op: string; path: string; value?: unknown }[]);
   return docs;
+}
+
+function applyJsonPatch(doc: Doc, operations: { op: string; path: string; value?: unknown }[]): void {
+  for (const { op, path, value } of operations) {
+    const keys = path.split('/').slice(1);
+    const last = keys.pop()!;
+    const parent = keys.reduce((node: Doc, key) => node[key], doc);
+    if (op === 'remove') delete parent[last];
+    else if (op === 'replace') parent[last] = value;
+    else throw new Error(`the test renderer applies no JSON patch op ${op}`);
+  }
 }
 
 function applyOverrides(doc: Doc, k: Kustomization): void {
