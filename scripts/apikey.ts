@@ -6,6 +6,7 @@
  * default `portico:`, as the gateway uses), else to `apikeys.jsonl` in the data dir
  * (PORTICO_DATA_DIR, default .portico), which a gateway without Redis re-reads within a second.
  */
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { API_KEY_ID_PATTERN, mintApiKey } from '../gateway/identity/api-key.ts';
 import { loadApiKeySigningKeys } from '../gateway/identity/api-key-signing-keys.ts';
@@ -28,7 +29,7 @@ import { answerHelp, parseScopes, usageError } from './cli-args.ts';
 
 const USAGE = [
   'usage: npm run -s apikey -- create --customer ID [--scope "a b"]',
-  '       npm run -s apikey -- revoke KEY_ID',
+  '       npm run -s apikey -- revoke [--force] KEY_ID',
   '       npm run -s apikey -- list',
 ].join('\n');
 const CUSTOMER_SCOPES = SCOPES.filter((scope) => scope !== 'admin');
@@ -41,7 +42,10 @@ Signed API keys (Authorization: ApiKey <key>).
     --customer ID    the customer the key acts for; required
     --scope "a b"    granted scopes, from: ${SCOPES.join(' ')}
                      (default: every scope but admin)
-  revoke     revokes the key with this id (ak_...); gateways refuse it within a second
+  revoke     revokes the key with this id (ak_...); gateways refuse it within a second.
+             Says which store it wrote to; an id that store never minted is not revoked
+             (exit 1): the gateway may read another store (REDIS_URL, the prefix)
+    --force          revoke an id this store has no record of (minted with a store since lost)
   list       every key minted here: id, customer, scopes, created, revoked
   -h, --help this text
 
@@ -54,10 +58,10 @@ function usage(message: string): never {
   usageError('apikey', USAGE, message);
 }
 
-let parsed: { values: { customer?: string; scope?: string }; positionals: string[] };
+let parsed: { values: { customer?: string; scope?: string; force?: boolean }; positionals: string[] };
 try {
   parsed = parseArgs({
-    options: { customer: { type: 'string' }, scope: { type: 'string' } },
+    options: { customer: { type: 'string' }, scope: { type: 'string' }, force: { type: 'boolean' } },
     strict: true,
     allowPositionals: true,
   });
@@ -65,7 +69,8 @@ try {
   usage((error as Error).message);
 }
 const [command, ...rest] = parsed.positionals;
-const { customer, scope } = parsed.values;
+const { customer, scope, force } = parsed.values;
+if (force === true && command !== 'revoke') usage('--force goes with revoke only');
 
 if (command === 'create') {
   if (rest.length > 0) usage('create takes no positional argument');
@@ -110,6 +115,17 @@ if (redisTarget !== undefined) {
 } else {
   store = createFileApiKeyStore(dataDir);
 }
+const storeName = nameStore();
+
+/** The store written to, as an operator compares it with the gateway's (no credentials). */
+function nameStore(): string {
+  if (redisTarget === undefined) return resolve(dataDir, 'apikeys.jsonl');
+  const prefix = `prefix "${redisKeyPrefixFromEnv(process.env)}"`;
+  if (redisTarget.mode !== 'single') return `${describeTarget(redisTarget)}, ${prefix}`;
+  const url = new URL(redisTarget.url);
+  const db = url.pathname.length > 1 ? ` db ${url.pathname.slice(1)}` : '';
+  return `Redis ${url.host}${db}, ${prefix}`;
+}
 
 try {
   if (command === 'create') {
@@ -130,9 +146,20 @@ try {
     process.stderr.write(`apikey: created ${minted.claims.id} for customer ${minted.claims.cid}\n`);
     process.stdout.write(`${minted.key}\n`);
   } else if (command === 'revoke') {
-    const existed = await store.revoke(rest[0]!);
-    process.stdout.write(`revoked ${rest[0]}\n`);
-    if (!existed) process.stderr.write(`apikey: no record of ${rest[0]} here; revoked anyway\n`);
+    const id = rest[0]!;
+    // An id this store never minted most likely means the wrong store (no REDIS_URL, another
+    // prefix or data dir): writing it there would revoke nothing the gateway reads.
+    if (force !== true && !(await store.has(id))) {
+      process.stderr.write(
+        `apikey: ${id} is not known to ${storeName}; not revoked. If the gateway reads another store, ` +
+          'run this with its REDIS_URL, PORTICO_REDIS_PREFIX or PORTICO_DATA_DIR; ' +
+          'if the key was minted with a store since lost, add --force\n',
+      );
+      process.exitCode = 1;
+    } else {
+      await store.revoke(id);
+      process.stdout.write(`revoked ${id} in ${storeName}\n`);
+    }
   } else {
     const records = await store.list();
     process.stdout.write('id\tcustomer\tscopes\tcreated\trevoked\n');

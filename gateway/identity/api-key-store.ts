@@ -18,6 +18,8 @@ export interface ApiKeyRecord {
 
 export interface ApiKeyStore {
   add(record: ApiKeyRecord): Promise<void>;
+  /** Whether a key with this id was minted through this store (revoked or not). */
+  has(id: string): Promise<boolean>;
   /** Marks `id` revoked (also when no record of it exists); resolves whether a record existed. */
   revoke(id: string): Promise<boolean>;
   /** Rejects when the store cannot answer: the caller fails closed. */
@@ -35,6 +37,9 @@ export function createRedisApiKeyStore(redis: RedisClient): ApiKeyStore {
   return {
     async add(record) {
       await redis.hset(REDIS_RECORDS_KEY, record.id, JSON.stringify(record));
+    },
+    async has(id) {
+      return (await redis.hexists(REDIS_RECORDS_KEY, id)) === 1;
     },
     async revoke(id) {
       const revokedAt = new Date().toISOString();
@@ -139,6 +144,10 @@ export function createFileApiKeyStore(dataDir: string, options: { pollMs?: numbe
     add(record) {
       append({ op: 'create', ...record });
       return Promise.resolve();
+    },
+    has(id) {
+      load();
+      return Promise.resolve(records.has(id));
     },
     revoke(id) {
       load();

@@ -151,6 +151,70 @@ describe('npm run -s apikey', () => {
       .toBe(false);
   });
 
+  it('revoke against a store that never minted the key exits 1, names that store and writes nothing', async () => {
+    // From the operator's side of the attack: the gateway reads Redis under one prefix; the
+    // revoke runs without REDIS_URL, or under another prefix. It used to print "revoked",
+    // exit 0, and the key kept working.
+    const dataDir = tempDir('cli-apikey');
+    const prefix = `${inject('redisPrefix')}cli-store:`;
+    const gatewayEnv = {
+      PORTICO_DATA_DIR: dataDir,
+      REDIS_URL: inject('redisUrl'),
+      PORTICO_REDIS_PREFIX: prefix,
+    };
+    const redis = new Redis(inject('redisUrl'), {
+      keyPrefix: prefix,
+      enableOfflineQueue: false,
+      commandTimeout: 2000,
+    });
+    redises.push(redis);
+    await new Promise((resolve) => redis.once('ready', resolve));
+    const auth = gateway(dataDir, redis);
+    const created = await run('apikey', ['create', '--customer', 'cust-7'], gatewayEnv);
+    const key = created.stdout.trim();
+    const id = /created (ak_[\w-]{22})/.exec(created.stderr)?.[1];
+    expect(id).toBeDefined();
+
+    const noRedis = await run('apikey', ['revoke', id!], { PORTICO_DATA_DIR: dataDir });
+    expect(noRedis.code).toBe(1);
+    expect(noRedis.stdout).toBe('');
+    expect(noRedis.stderr).toContain(`${dataDir}/apikeys.jsonl`);
+    expect(noRedis.stderr).toMatch(/not revoked/);
+    const otherPrefix = `${inject('redisPrefix')}cli-other:`;
+    const wrongPrefix = await run('apikey', ['revoke', id!], {
+      ...gatewayEnv,
+      PORTICO_REDIS_PREFIX: otherPrefix,
+    });
+    expect(wrongPrefix.code).toBe(1);
+    expect(wrongPrefix.stdout).toBe('');
+    expect(wrongPrefix.stderr).toContain(`prefix "${otherPrefix}"`);
+    expect(wrongPrefix.stderr).toMatch(/not revoked/);
+    // Nothing was written to either store, and the key still works: the exit code said so.
+    expect((await run('apikey', ['list'], { PORTICO_DATA_DIR: dataDir })).stdout).not.toContain(id!);
+    expectPrincipal(await auth.authenticate({ authorization: `ApiKey ${key}` }, '/'));
+
+    // Against the store the gateway reads, it says where it wrote, and the key stops working.
+    const done = await run('apikey', ['revoke', id!], gatewayEnv);
+    expect(done.code).toBe(0);
+    expect(done.stdout).toMatch(new RegExp(`^revoked ${id} in Redis .*prefix "${prefix}"`));
+    expectInvalidToken(await auth.authenticate({ authorization: `ApiKey ${key}` }, '/'), /revoked/);
+  });
+
+  it('revoke of an unknown key id exits 1 unless --force, which records it and says where', async () => {
+    const dataDir = tempDir('cli-apikey');
+    const env = { PORTICO_DATA_DIR: dataDir };
+    const unknown = 'ak_AAAAAAAAAAAAAAAAAAAAAA';
+    const refused = await run('apikey', ['revoke', unknown], env);
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toBe('');
+    expect(refused.stderr).toContain(unknown);
+    expect(refused.stderr).toContain(`${dataDir}/apikeys.jsonl`);
+    // A key minted with a store since lost can still be revoked, knowingly.
+    const forced = await run('apikey', ['revoke', '--force', unknown], env);
+    expect(forced.code).toBe(0);
+    expect(forced.stdout).toContain(`revoked ${unknown} in ${dataDir}/apikeys.jsonl`);
+  });
+
   it('bad arguments print usage and exit 2', async () => {
     const env = { PORTICO_DATA_DIR: tempDir('cli-apikey') };
     for (const args of [[], ['create'], ['revoke'], ['revoke', 'nope'], ['frobnicate'], ['list', 'x']]) {
