@@ -27,7 +27,7 @@ export const JwtConfigSchema = Type.Object(
       Type.String({
         minLength: 1,
         description:
-          'Expected `iss` of access tokens. Required with jwksUrl or jwksFile; without either, the development issuer of the data dir is trusted and this must be left out.',
+          'Expected `iss` of access tokens. Required with jwksUrl or jwksFile; without either, the development issuer of the data dir is trusted and this must be left out (refused with NODE_ENV=production when a route takes tokens: each replica would be an issuer of its own).',
       }),
     ),
     audience: Type.Optional(
