@@ -1,19 +1,23 @@
 /**
- * The admission bound while Redis Cluster moves the slot of a caller's counter from one master
- * to another under traffic (the steps `redis-cli --cluster reshard` takes, for that one
- * slot): two gateway processes, `onStoreFailure: deny`, the default store timeout. With
- * `deny` nothing is counted outside Redis, so the bound is the limit itself, and the counter
- * must hold exactly the requests admitted: a refusal, 429 or 503, is charged to nothing (the
- * issue measured 32 × 503 in a reshard, each still counted).
+ * The admission bound in Redis Cluster under traffic, two gateway processes each, the default
+ * store timeout:
+ *
+ * - the slot of a caller's counter moves from one master to another (the steps `redis-cli
+ *   --cluster reshard` takes, for that one slot), `onStoreFailure: deny`. Nothing is counted
+ *   outside Redis, so the bound is the limit itself, and the counter must hold exactly the
+ *   requests admitted: a refusal, 429 or 503, is charged to nothing (the issue measured
+ *   32 × 503 in a reshard, each still counted);
+ * - the master of two callers' counters is killed, `onStoreFailure: memory`: within the limit
+ *   plus one share per gateway (as test/scale/rate-limit-sentinel.test.ts under Sentinel).
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import { createRedisConnection, parseHostPorts, waitForRedis, type RedisClient } from '../../shared/redis.ts';
-import type { GatewayProcess } from '../gateway/support/gateway-process.ts';
 import { closeAll } from '../support/close-all.ts';
 import { startRedisCluster, type OwnRedisCluster } from '../support/redis-cluster.ts';
 import type { RedisNode } from '../support/redis-nodes.ts';
+import { callerLoad, holdsTheBound, until } from './support/admissions.ts';
 import { FAILOVER_TEST_TIMEOUT_MS } from './support/failover-load.ts';
 import { freshCustomer, startScaleFixture, type ScaleFixture } from './support/scale-fixture.ts';
 
@@ -67,23 +71,7 @@ async function moveSlot(slot: number, from: RedisNode, to: RedisNode): Promise<n
   return moved;
 }
 
-/** Statuses of one caller's requests, taking turns over the gateways, until `running()` is false. */
-async function load(gateways: readonly GatewayProcess[], authorization: string, running: () => boolean) {
-  const statuses: number[] = [];
-  let sent = 0;
-  const worker = async () => {
-    while (running()) {
-      const gateway = gateways[sent++ % gateways.length]!;
-      statuses.push(
-        (await fixture.call(gateway.port, authorization, '/v1/orders', 'GET', { timeoutMs: 5000 })).status,
-      );
-    }
-  };
-  await Promise.all(Array.from({ length: 4 }, worker));
-  return statuses;
-}
-
-describe('Redis Cluster reshards the slot of a counter under traffic', () => {
+describe('Redis Cluster under traffic: a reshard, a master killed', () => {
   it(
     'two gateways admit at most the limit, and the counter holds exactly what they admitted',
     async () => {
@@ -121,14 +109,21 @@ describe('Redis Cluster reshards the slot of a counter under traffic', () => {
       const slot = (await observer.call('CLUSTER', 'KEYSLOT', key)) as number;
 
       let running = true;
-      const traffic = load(gateways, `Bearer ${await fixture.token(customer)}`, () => running);
+      const traffic = callerLoad(
+        fixture,
+        gateways,
+        `Bearer ${await fixture.token(customer)}`,
+        () => running,
+        [],
+        4,
+      );
       // The counter exists (traffic is flowing) before its slot starts moving.
       for (let i = 0; i < 100 && (await observer.exists(key)) === 0; i++)
         await new Promise((r) => setTimeout(r, 50));
       const moved = await moveSlot(slot, from, to);
       await new Promise((r) => setTimeout(r, 1000));
       running = false;
-      const statuses = await traffic;
+      const { statuses } = await traffic;
 
       const admitted = statuses.filter((s) => s === 200).length;
       const refusedByStore = statuses.filter((s) => s === 503).length;
@@ -142,6 +137,58 @@ describe('Redis Cluster reshards the slot of a counter under traffic', () => {
       expect(statuses.filter((s) => s === 429).length).toBeGreaterThan(0);
       expect(admitted).toBeLessThanOrEqual(LIMIT);
       expect(counted).toBe(admitted);
+    },
+    FAILOVER_TEST_TIMEOUT_MS,
+  );
+
+  it(
+    "the master of two callers' counters is killed under traffic: within limit + one share each",
+    async () => {
+      const prefix = `${inject('redisPrefix')}${randomUUID()}:`;
+      const env = { REDIS_CLUSTER_NODES: cluster.seeds, PORTICO_REDIS_PREFIX: prefix };
+      // The store timeout is left at its default; a store failure counts the share in memory.
+      const rateLimits = {
+        onStoreFailure: 'memory',
+        authFailures: { limit: 1_000_000, window: '60s' },
+        policies: [{ name: 'default', key: 'customer', limit: LIMIT, window: '60s' }],
+      };
+      const gateways = [await fixture.gateway(rateLimits, env), await fixture.gateway(rateLimits, env)];
+      const fleet = observer!;
+      expect(await until(async () => (await fleet.zcard(`${prefix}rl:fleet`)) === 2, 10_000)).toBe(true);
+      // Two callers whose counters live on one master: the one killed.
+      const keyOf = (customer: string) => `${prefix}rl:p:default:60:{${customer}}`;
+      const [before, after] = [freshCustomer(), freshCustomer()];
+      const victim = await cluster.masterOf(keyOf(before));
+      let second = after;
+      while ((await cluster.masterOf(keyOf(second))) !== victim) second = freshCustomer();
+
+      let running = true;
+      const beforeStatuses: number[] = [];
+      const beforeLoad = callerLoad(
+        fixture,
+        gateways,
+        `Bearer ${await fixture.token(before)}`,
+        () => running,
+        beforeStatuses,
+      );
+      // The first caller has been refused (its limit reached) before the master goes.
+      expect(await until(() => Promise.resolve(beforeStatuses.includes(429)), 20_000)).toBe(true);
+      await victim.kill();
+      const killedAt = Date.now();
+      // The second caller's traffic starts once the master is gone (a count the master took
+      // and had not replicated would be admitted again: outside the bound, docs/scaling.md).
+      const afterLoad = callerLoad(fixture, gateways, `Bearer ${await fixture.token(second)}`, () => running);
+      const promoted = await until(async () => (await cluster.masterOf(keyOf(second))) !== victim, 30_000);
+      await new Promise((r) => setTimeout(r, 3000));
+      running = false;
+      const [one, two] = await Promise.all([beforeLoad, afterLoad]);
+      expect(promoted).toBe(true);
+      holdsTheBound(
+        `cluster master killed (promoted: ${promoted}, ${((Date.now() - killedAt) / 1000).toFixed(1)} s of traffic after)`,
+        LIMIT,
+        gateways.length,
+        { before: one, after: two },
+      );
     },
     FAILOVER_TEST_TIMEOUT_MS,
   );

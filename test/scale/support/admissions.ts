@@ -2,6 +2,7 @@
  * The admission bound of docs/scaling.md, and what gateway processes say about their store,
  * for the tests that hold admissions to it under faults.
  */
+import { expect } from 'vitest';
 import type { GatewayProcess } from '../../gateway/support/gateway-process.ts';
 import type { ScaleFixture } from './scale-fixture.ts';
 
@@ -49,4 +50,76 @@ export async function steadyLoad(
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
   return statuses;
+}
+
+export interface CallerOutcome {
+  statuses: number[];
+  /** Requests that got no HTTP answer. */
+  errors: number;
+}
+
+/**
+ * Statuses of one caller's requests (pushed to `statuses` as they come), taking turns over the
+ * gateways, until `running()` is false.
+ */
+export async function callerLoad(
+  fixture: ScaleFixture,
+  gateways: readonly GatewayProcess[],
+  authorization: string,
+  running: () => boolean,
+  statuses: number[] = [],
+  workers = 3,
+): Promise<CallerOutcome> {
+  let errors = 0;
+  let sent = 0;
+  const worker = async () => {
+    while (running()) {
+      const gateway = gateways[sent++ % gateways.length]!;
+      try {
+        statuses.push(
+          (await fixture.call(gateway.port, authorization, '/v1/orders', 'GET', { timeoutMs: 5000 })).status,
+        );
+      } catch {
+        errors++;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: workers }, worker));
+  return { statuses, errors };
+}
+
+/** Polls `condition` every 100 ms (a rejection counts as false); false after `timeoutMs`. */
+export async function until(condition: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await condition().catch(() => false)) return true;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return false;
+}
+
+/**
+ * Prints what a master kill admitted to the caller at its limit before it and to the caller
+ * whose traffic started after it, and holds both to the bound. Each must have been refused at
+ * least once: the limit was reached, so the bound was tested.
+ */
+export function holdsTheBound(
+  fault: string,
+  limit: number,
+  gateways: number,
+  callers: { before: CallerOutcome; after: CallerOutcome },
+): void {
+  const bound = admissionBound(limit, gateways);
+  const admitted = (statuses: number[]) => statuses.filter((s) => s === 200).length;
+  const { before, after } = callers;
+  console.log(
+    `${fault}: limit ${limit}, bound ${bound}; caller at its limit before: admitted ${admitted(before.statuses)} of ${before.statuses.length}; ` +
+      `caller starting after the kill: admitted ${admitted(after.statuses)} of ${after.statuses.length}; errors ${before.errors + after.errors}`,
+  );
+  for (const { statuses } of [before, after]) {
+    expect(statuses.filter((s) => s !== 200 && s !== 429)).toEqual([]);
+    expect(admitted(statuses)).toBeLessThanOrEqual(bound);
+    expect(statuses.filter((s) => s === 429).length).toBeGreaterThan(0);
+  }
 }
