@@ -9,7 +9,7 @@ import '../scripts/node-check.js';
 import cluster from 'node:cluster';
 import { installCrashGuard } from '../shared/crash-guard.ts';
 import { armExitDeadline } from '../shared/exit-deadline.ts';
-import { ConfigError } from './config/load.ts';
+import { ConfigError, loadConfig } from './config/load.ts';
 import { createLogger } from './observability/logger.ts';
 import { runGateway } from './run.ts';
 import { reportListening, runPrimary, workerCount } from './workers.ts';
@@ -17,6 +17,11 @@ import { reportListening, runPrimary, workerCount } from './workers.ts';
 const log = createLogger({ level: process.env['LOG_LEVEL'] ?? 'info' });
 /** What a stop may take beyond the drain deadline before the process exits regardless. */
 const STOP_MARGIN_MS = 2000;
+/**
+ * The primary's, past its workers' own (their margin, and their SIGKILL a second later): it
+ * kills only a worker that could not end itself.
+ */
+const PRIMARY_STOP_MARGIN_MS = STOP_MARGIN_MS + 2000;
 // The drain is bounded by listener.shutdownTimeoutMs; this bound only catches a drain that hangs.
 const crashGuard = installCrashGuard(log, { deadlineMs: 120_000 });
 
@@ -25,10 +30,30 @@ const crashGuard = installCrashGuard(log, { deadlineMs: 120_000 });
 let onHangup = () => log.info('SIGHUP during start-up: nothing to reload yet');
 process.on('SIGHUP', () => onHangup());
 
+/** Set once the gateway runs: what a signal, or the primary's going, calls. */
+let stop: ((signal: string) => void) | undefined;
+/** A worker that failed to start disconnects itself: that is no primary gone. */
+let failedStart = false;
+// A worker whose primary is gone (killed) stops: nobody would stop or replace it. Registered
+// before the start, and ahead of node:cluster's own handler, which would exit at once with
+// status 0 and cut the drain (it leaves a worker be whose disconnect is marked as meant). A
+// worker still starting exits now. While its start runs synchronously no handler can run at
+// all: the orphan watch (worker-orphan-watch.ts) covers that stretch.
+if (cluster.isWorker)
+  process.prependOnceListener('disconnect', () => {
+    if (failedStart) return;
+    if (cluster.worker !== undefined) cluster.worker.exitedAfterDisconnect = true;
+    if (stop !== undefined) return stop('primary gone');
+    log.warn('the primary is gone before this worker listened: exiting');
+    process.exit(1);
+  });
+
 async function main(): Promise<void> {
   const workers = workerCount(process.env);
   if (workers > 1 && cluster.isPrimary) {
-    const primary = runPrimary(workers, process.env, log);
+    // Read here for the drain deadline only; each worker reads the config again (and logs its warnings).
+    const drainMs = loadConfig(process.env).config.listener.shutdownTimeoutMs;
+    const primary = runPrimary(workers, process.env, log, drainMs + PRIMARY_STOP_MARGIN_MS);
     onHangup = () => primary.reload();
     return;
   }
@@ -36,7 +61,7 @@ async function main(): Promise<void> {
   onHangup = () => running.reload();
   crashGuard.drainWith(() => running.stop());
   let stopping = false;
-  const stop = (signal: string) => {
+  stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'shutting down');
@@ -52,10 +77,8 @@ async function main(): Promise<void> {
       },
     );
   };
-  process.once('SIGTERM', () => stop('SIGTERM'));
-  process.once('SIGINT', () => stop('SIGINT'));
-  // A worker whose primary is gone (killed) drains too: nobody would stop or replace it.
-  if (cluster.isWorker) process.once('disconnect', () => stop('primary gone'));
+  process.once('SIGTERM', () => stop?.('SIGTERM'));
+  process.once('SIGINT', () => stop?.('SIGINT'));
   reportListening();
 }
 
@@ -69,5 +92,6 @@ main().catch((error: unknown) => {
   }
   process.exitCode = 1;
   // A worker's channel to the primary would keep it alive: closing it lets the process end.
+  failedStart = true;
   if (cluster.isWorker) process.disconnect();
 });

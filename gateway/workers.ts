@@ -4,7 +4,10 @@
  *
  * The primary only supervises: it starts the first worker alone (so that one process creates
  * what the data dir lacks: certificate, keys), then the others; replaces a worker that dies;
- * forwards SIGHUP; on SIGTERM lets every worker drain and exits when all have. A worker that
+ * forwards SIGHUP; on SIGTERM lets every worker drain and exits when all have, or at its stop
+ * deadline, when it kills the workers that remain and exits with status 1 (a worker stopped,
+ * or stuck: issue 31, a stop always ends). A worker whose primary is gone stops too (its orphan
+ * watch, worker-orphan-watch.ts, preloaded by the primary). A worker that
  * dies before it listens is a start that cannot work (a bad config): the primary stops all
  * rather than restart it forever. `/metrics`, answered by whichever worker the admin
  * connection reaches, is the sum of all workers, collected by the primary (prom-client's
@@ -14,8 +17,9 @@ import cluster, { type Worker } from 'node:cluster';
 import { availableParallelism } from 'node:os';
 import type { Logger } from 'pino';
 import { AggregatorRegistry, type Registry } from 'prom-client';
+import { armExitDeadline } from '../shared/exit-deadline.ts';
 import { redisTargetFromEnv } from '../shared/redis.ts';
-import { WORKER_SLOT_VARIABLE } from '../shared/worker-slot.ts';
+import { PRIMARY_PID_VARIABLE, WORKER_SLOT_VARIABLE } from '../shared/worker-slot.ts';
 
 const READY = 'portico:worker-ready';
 const METRICS_REQUEST = 'portico:metrics-request';
@@ -87,14 +91,29 @@ export function createWorkerMetrics(): WorkerMetrics {
   };
 }
 
-/** The primary: starts `count` workers (this same entry script) and supervises them. */
-export function runPrimary(count: number, env: NodeJS.ProcessEnv, log: Logger): { reload(): void } {
+/**
+ * The primary: starts `count` workers (this same entry script) and supervises them. A stop that
+ * has not ended `stopDeadlineMs` after it began kills the workers that remain.
+ */
+export function runPrimary(
+  count: number,
+  env: NodeJS.ProcessEnv,
+  log: Logger,
+  stopDeadlineMs: number,
+): { reload(): void } {
   if (!hasRedis(env))
     log.warn(
       { workers: count },
       `GATEWAY_WORKERS=${count} without Redis: rate limits, API-key revocations and cache invalidations are per worker — each of the ${count} workers admits a client up to the full limit`,
     );
-  const primary = new Primary(count, log);
+  // The orphan watch first, before any other preload or module of the worker. The same file
+  // as this one's: .ts from the source tree, .js once built.
+  const watch = new URL(
+    `./worker-orphan-watch${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`,
+    import.meta.url,
+  );
+  cluster.setupPrimary({ execArgv: ['--import', watch.href, ...process.execArgv] });
+  const primary = new Primary(count, log, stopDeadlineMs);
   cluster.on('exit', (worker, code, signal) => primary.onExit(worker, code, signal));
   for (const signal of ['SIGTERM', 'SIGINT'] as const)
     process.once(signal, () => {
@@ -126,14 +145,19 @@ class Primary {
 
   readonly count: number;
   readonly log: Logger;
+  readonly stopDeadlineMs: number;
 
-  constructor(count: number, log: Logger) {
+  constructor(count: number, log: Logger, stopDeadlineMs: number) {
     this.count = count;
     this.log = log;
+    this.stopDeadlineMs = stopDeadlineMs;
   }
 
   fork(slot: number): void {
-    const worker = cluster.fork({ [WORKER_SLOT_VARIABLE]: String(slot) });
+    const worker = cluster.fork({
+      [WORKER_SLOT_VARIABLE]: String(slot),
+      [PRIMARY_PID_VARIABLE]: String(process.pid),
+    });
     this.#slots.set(worker.id, slot);
     worker.on('message', (message: Message) => {
       if (message.type === READY) this.#onReady(worker);
@@ -141,8 +165,9 @@ class Primary {
     });
   }
 
-  /** Drains every worker (they drain on SIGTERM) and exits when the last one has. */
+  /** Drains every worker (they drain on SIGTERM) and exits when the last one has, or at the deadline. */
   stopAll(): void {
+    if (!this.#stopping) this.#armStopDeadline();
     this.#stopping = true;
     for (const worker of workers()) worker.process.kill('SIGTERM');
     if (workers().length === 0) process.exit(this.#exitCode);
@@ -166,6 +191,22 @@ class Primary {
       this.log.error(facts, 'gateway worker died; starting a replacement');
       this.fork(slot);
     }
+  }
+
+  /**
+   * Each worker bounds its own stop (main.ts); this bound, a little later, catches the worker that
+   * cannot: one stopped, or stuck where its own timers cannot run. Without it the primary, and the
+   * listeners it holds, waited for that worker forever.
+   */
+  #armStopDeadline(): void {
+    armExitDeadline(this.stopDeadlineMs, () => {
+      const left = workers();
+      this.log.error(
+        { deadlineMs: this.stopDeadlineMs, pids: left.map((worker) => worker.process.pid) },
+        'gateway workers past the stop deadline: killing them',
+      );
+      for (const worker of left) worker.process.kill('SIGKILL');
+    });
   }
 
   /** The first worker listens alone (it creates what the data dir lacks), then the others start. */

@@ -15,3 +15,6 @@ export function workerSlot(): string | undefined {
   const slot = process.env[WORKER_SLOT_VARIABLE];
   return slot === undefined || slot === '' ? undefined : slot;
 }
+
+/** The primary's pid, set by the primary when it forks a worker: the worker's orphan watch. */
+export const PRIMARY_PID_VARIABLE = 'PORTICO_PRIMARY_PID';

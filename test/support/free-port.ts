@@ -12,3 +12,12 @@ export function freePort(): Promise<number> {
     });
   });
 }
+
+/** Whether a listener could bind `port` on 127.0.0.1 now (the process that held it is gone). */
+export function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
