@@ -42,13 +42,8 @@ export function readChainEnd(path: string, chain: string | undefined): ChainEnd 
 }
 
 function scanBackwards(fd: number, path: string, chain: string | undefined): ChainEnd {
-  const size = fstatSync(fd).size;
+  const { size, needsNewline } = settledEnd(fd);
   if (size === 0) return { prev: GENESIS_PREV, seq: 0, needsNewline: false };
-  const last = Buffer.alloc(1);
-  readSync(fd, last, 0, 1, size - 1);
-  // A crash can leave a cut last line; the chain continues after it, and the verifier will
-  // point at the cut line, which is the truth.
-  const needsNewline = last[0] !== 0x0a;
   // The bytes after the file's last newline are a cut line (or nothing): skipped.
   let seekingLastNewline = true;
   let newestChecked = false;
@@ -81,6 +76,32 @@ function scanBackwards(fd: number, path: string, chain: string | undefined): Cha
   }
   if (!newestChecked) throw new Error(`audit log ${path} does not end with a complete audit record`);
   return { prev: GENESIS_PREV, seq: 0, needsNewline };
+}
+
+/** A file ending mid-line is looked at LOOKS times, SETTLE_MS apart (200 ms at most). */
+const SETTLE_MS = 50;
+const LOOKS = 5;
+const pause = new Int32Array(new SharedArrayBuffer(4));
+
+/**
+ * The file's size and whether it ends mid-line. A crash can leave a cut last line; the chain
+ * continues after it (on a line of its own), and the verifier points at the cut line, which
+ * is the truth. But a worker's batch may also be in the middle of being appended (the size
+ * grows page by page while another worker writes): a newline written in front of our first
+ * batch would then leave an empty line after it. So a line that ends mid-way is looked at
+ * again a little later, at start-up only, before it is taken for cut.
+ */
+function settledEnd(fd: number): { size: number; needsNewline: boolean } {
+  const last = Buffer.alloc(1);
+  let size = fstatSync(fd).size;
+  for (let look = 1; ; look++) {
+    if (size === 0) return { size, needsNewline: false };
+    readSync(fd, last, 0, 1, size - 1);
+    if (last[0] === 0x0a || look === LOOKS) return { size, needsNewline: last[0] !== 0x0a };
+    // A synchronous pause: the file is opened once, before the gateway serves anything.
+    Atomics.wait(pause, 0, 0, SETTLE_MS);
+    size = fstatSync(fd).size;
+  }
 }
 
 /** The record's sequence number when it belongs to `chain`, else undefined. */

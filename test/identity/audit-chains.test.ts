@@ -4,7 +4,7 @@
  * the records it cost are counted and declared where the chain resumes, so that verify reports
  * a declared gap apart from tampering, which it still names.
  */
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +12,7 @@ import { promisify } from 'node:util';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createAuditLog, type AuditEntry } from '../../gateway/audit/audit-log.ts';
+import { sealRecord, sha256Hex } from '../../gateway/audit/audit-record.ts';
 import { verifyAuditFile } from '../../gateway/audit/verify-chain.ts';
 import { memoryLogger } from './support/fixtures.ts';
 
@@ -80,6 +81,39 @@ describe('one chain per writer', () => {
     ).toBe(401);
     expect(await verifyAuditFile(path)).toEqual({ ok: true, records: 410, chains: { '1': 402, '2': 8 } });
     expect(await cli(path)).toEqual({ code: 0, stdout: 'OK 410 records in 2 chains (1: 402, 2: 8)\n' });
+  });
+
+  it('a writer opening while another worker appends a batch waits for its end: no empty line', async () => {
+    const path = join(dir(), 'audit.log');
+    await writeChain(path, '1', 0, 3);
+    // Chain 1's next record, sealed for real, appended in two parts by another process: the
+    // second part lands just after this writer has opened the file.
+    const line = sealRecord(entry(3), { chain: '1', seq: 3, prev: sha256Hex(lines(path).at(-1)!) });
+    const half = Math.floor(line.length / 2);
+    const child = spawn(
+      process.execPath,
+      [
+        '-e',
+        `const fs = require('node:fs');
+         fs.appendFileSync(process.argv[1], process.argv[2]);
+         console.log('half');
+         const until = Date.now() + 60;
+         while (Date.now() < until);
+         fs.appendFileSync(process.argv[1], process.argv[3]);`,
+        path,
+        line.slice(0, half),
+        `${line.slice(half)}\n`,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    await new Promise((resolve) => child.stdout.once('data', resolve));
+    const log = createAuditLog({ path, logger: memoryLogger().logger, chain: '2' });
+    log.record(entry(4));
+    await log.close();
+    await exited;
+    expect(readFileSync(path, 'utf8')).not.toContain('\n\n');
+    expect(await verifyAuditFile(path)).toEqual({ ok: true, records: 5, chains: { '1': 4, '2': 1 } });
   });
 
   it('still names a record removed from one of several chains', async () => {
