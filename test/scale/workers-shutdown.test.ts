@@ -2,7 +2,8 @@
  * GATEWAY_WORKERS=2 always stops (issue 31, item 2). After SIGTERM the primary and its workers
  * exit within the drain deadline plus a small margin, whatever stdout does (its reader gone)
  * and whatever a worker does (stopped, never exiting): the primary kills what remains at its
- * deadline. And a primary SIGKILLed while a worker still starts leaves no worker behind.
+ * deadline. A primary SIGKILLed leaves no worker behind: one still starting ends, one serving
+ * drains what it serves first.
  * Every process is found by a mark in its environment, so cleanup reaches orphans too.
  */
 import { randomUUID } from 'node:crypto';
@@ -19,12 +20,23 @@ const DRAIN_MS = 1000;
  * workers' 2 s and their SIGKILL a second later) and slack for a busy machine.
  */
 const MARGIN_MS = 6000;
+/** How long the upstream takes over `/v1/slow`: a request still in flight when the primary dies. */
+const SLOW_ANSWER_MS = 1500;
 const SLOW_START = new URL('./support/slow-worker-start.ts', import.meta.url).pathname;
 
 let upstream: RecordingUpstream;
 let running: { gateway?: GatewayProcess; mark: string } | undefined;
 beforeAll(async () => {
-  upstream = await startRecordingUpstream();
+  upstream = await startRecordingUpstream((req, res) => {
+    req.resume();
+    setTimeout(
+      () => {
+        res.setHeader('content-type', 'application/json');
+        res.end('{"ok":true}');
+      },
+      req.url?.includes('/slow') === true ? SLOW_ANSWER_MS : 0,
+    );
+  });
 });
 afterEach(async () => {
   if (running === undefined) return;
@@ -36,14 +48,18 @@ afterAll(async () => {
   await upstream?.close();
 });
 
-async function startWorkers(extraEnv: Record<string, string> = {}, nodeArgs: string[] = []) {
+async function startWorkers(
+  extraEnv: Record<string, string> = {},
+  nodeArgs: string[] = [],
+  drainMs = DRAIN_MS,
+) {
   const mark = randomUUID();
   running = { mark };
   const gateway = await startGatewayProcess(
     {
       routes: [{ prefix: '/v1', upstream: upstream.url, auth: 'none' }],
       rateLimits: { policies: [] },
-      listener: { shutdownTimeoutMs: DRAIN_MS },
+      listener: { shutdownTimeoutMs: drainMs },
     },
     { GATEWAY_WORKERS: '2', [PROCESS_MARK_VARIABLE]: mark, ...extraEnv },
     nodeArgs,
@@ -123,6 +139,36 @@ describe('GATEWAY_WORKERS=2, the primary SIGKILLed while a worker starts', () =>
       took: expect.any(Number),
       left: [],
     });
+    expect(await portFree(gateway.port)).toBe(true);
+    expect(await portFree(gateway.adminPort)).toBe(true);
+  }, 90_000);
+});
+
+describe('GATEWAY_WORKERS=2 serving, the primary SIGKILLed', () => {
+  it('each worker drains what it serves, then exits within its deadline, ports free', async () => {
+    // Long enough a drain for the slow answer on a busy machine; the workers exit once drained.
+    const drainMs = 10_000;
+    const { gateway, mark } = await startWorkers({}, [], drainMs);
+    await gateway.waitForLog('gateway workers listening', 40_000);
+    const agent = new Agent({ connect: { rejectUnauthorized: false } });
+    const seen = upstream.records.length;
+    const answer = request(`https://127.0.0.1:${gateway.port}/v1/slow`, {
+      dispatcher: agent,
+      headersTimeout: 20_000,
+      bodyTimeout: 20_000,
+    }).then(
+      async (response) => ({ status: response.statusCode, body: await response.body.text() }),
+      (error: Error) => ({ error: error.message }),
+    );
+    await until(() => upstream.records.length > seen, 10_000);
+
+    gateway.child.kill('SIGKILL');
+    expect(await answer).toEqual({ status: 200, body: '{"ok":true}' });
+    await agent.destroy();
+    const took = await untilNoneLeft(mark, drainMs + MARGIN_MS);
+    expect({ took, left: markedPids(mark) }).toMatchObject({ took: expect.any(Number), left: [] });
+    // Both drained their gateway: the one serving and the idle one.
+    expect(gateway.logs.filter((line) => line['msg'] === 'gateway stopped')).toHaveLength(2);
     expect(await portFree(gateway.port)).toBe(true);
     expect(await portFree(gateway.adminPort)).toBe(true);
   }, 90_000);
