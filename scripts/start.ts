@@ -14,6 +14,7 @@ import { Agent, getGlobalDispatcher, setGlobalDispatcher } from 'undici';
 import { loadAssertionKeys } from '../shared/assertion-keys.ts';
 import { installCrashGuard } from '../shared/crash-guard.ts';
 import { acquireDataDirLock, DataDirInUseError } from '../shared/data-dir-lock.ts';
+import { SecretNotPrivateError } from '../shared/data-dir-secrets.ts';
 import { devPkiFiles, ensureDevPki } from '../shared/dev-pki.ts';
 import { TLS_CLIENT_OPTIONS } from '../shared/tls-policy.ts';
 import { Lifecycle } from '../shared/lifecycle.ts';
@@ -239,6 +240,8 @@ main().catch((error: unknown) => {
   // Refused, not failed: one line that says who holds the data dir, no stack trace.
   if (error instanceof DataDirInUseError)
     gatewayLog.fatal({ code: error.code, holder: error.holder, lockFile: error.lockFile }, error.message);
+  else if (error instanceof SecretNotPrivateError)
+    gatewayLog.fatal({ code: error.code, path: error.path }, error.message);
   else if (error instanceof ConfigError) {
     // The file and one problem per line, as an operator reads them; the log line for machines.
     process.stderr.write(`${error.message}\n`);

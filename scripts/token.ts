@@ -58,7 +58,14 @@ if ('error' in requested) fail(requested.error);
 const { scopes } = requested;
 if (values.admin === true && !scopes.includes('admin')) scopes.push('admin');
 
-const issuer = loadOrCreateDevIssuer(process.env['PORTICO_DATA_DIR'] ?? '.portico');
+let issuer: ReturnType<typeof loadOrCreateDevIssuer>;
+try {
+  issuer = loadOrCreateDevIssuer(process.env['PORTICO_DATA_DIR'] ?? '.portico');
+} catch (error) {
+  // Not a usage error: one line that names the file and the fix (a key others may read or write).
+  process.stderr.write(`token: ${(error as Error).message}\n`);
+  process.exit(1);
+}
 const token = await issuer.sign(
   {
     sub: values.customer,

@@ -7,7 +7,7 @@
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { SignJWT, type JSONWebKeySet, type JWK } from 'jose';
-import { readOrCreateSecretFile } from '../../shared/data-dir-secrets.ts';
+import { assertPrivateDirectory, readOrCreateSecretFile } from '../../shared/data-dir-secrets.ts';
 
 export const DEV_ISSUER = 'urn:portico:dev-issuer';
 export const DEV_AUDIENCE = 'portico';
@@ -37,6 +37,8 @@ function createKeyFile(): string {
  */
 export function loadOrCreateDevIssuer(dataDir: string): DevIssuer {
   const dir = join(dataDir, 'dev-issuer');
+  // Its own directory is judged with each file; the data dir holding it must be private too.
+  assertPrivateDirectory(dataDir);
   const privateJwk = JSON.parse(readOrCreateSecretFile(join(dir, 'private.jwk.json'), createKeyFile)) as JWK;
   const privateKey = createPrivateKey({ key: privateJwk, format: 'jwk' });
   const { kty, crv, x, y } = createPublicKey(privateKey).export({ format: 'jwk' });
