@@ -141,6 +141,7 @@ export function createAuthenticator(config: AuthConfig, deps: AuthenticatorDeps)
     audience,
     algorithms: jwt.algorithms,
     clockSkewSeconds: jwt.clockSkewSeconds,
+    maxLifetimeSeconds: jwt.maxLifetimeSeconds,
     maxTokenBytes: jwt.maxTokenBytes,
     customerClaim: jwt.customerClaim,
     cacheMaxEntries: jwt.cacheMaxEntries,

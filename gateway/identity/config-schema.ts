@@ -64,6 +64,13 @@ export const JwtConfigSchema = Type.Object(
       default: 30,
       description: 'Tolerated clock difference with the issuer when checking exp, nbf and iat, in seconds.',
     }),
+    maxLifetimeSeconds: Type.Integer({
+      minimum: 60,
+      maximum: 31_536_000,
+      default: 86_400,
+      description:
+        'Longest accepted token lifetime (`exp` - `iat`), in seconds; a longer-lived token is refused (401 invalid_token): a stolen one must not work for years. A day by default, what `npm run -s token` mints at most.',
+    }),
     maxTokenBytes: Type.Integer({
       minimum: 256,
       maximum: 65536,

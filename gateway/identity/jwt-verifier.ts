@@ -7,7 +7,7 @@
 import { hash as digest } from 'node:crypto';
 import { decodeProtectedHeader, jwtVerify, type JWTPayload, type ProtectedHeaderParameters } from 'jose';
 import { LRUCache } from 'lru-cache';
-import { isValidCustomerId, type Principal } from '../../shared/principal.ts';
+import { SCOPES, isValidCustomerId, type Principal } from '../../shared/principal.ts';
 import { claimReader, readScopes } from './claim-path.ts';
 import type { KeySource } from './key-source.ts';
 
@@ -16,6 +16,8 @@ export interface JwtVerifierOptions {
   audience: string | string[];
   algorithms: readonly string[];
   clockSkewSeconds: number;
+  /** Longest `exp` - `iat` accepted. */
+  maxLifetimeSeconds: number;
   maxTokenBytes: number;
   customerClaim: string;
   cacheMaxEntries: number;
@@ -40,6 +42,8 @@ interface CachedToken {
   expiresAt: number;
   kid: string | undefined;
 }
+
+const KNOWN_SCOPES: ReadonlySet<string> = new Set(SCOPES);
 
 const invalid = (reason: string): JwtResult => ({ ok: false, kind: 'invalid', reason });
 
@@ -126,16 +130,25 @@ export function createJwtVerifier(options: JwtVerifierOptions) {
     if (typeof payload.iat !== 'number' || payload.iat > nowSeconds + clockSkewSeconds) {
       return invalid('token issued in the future');
     }
+    // A token that lives for years is a credential that cannot be taken back once stolen (exp
+    // 10^12 was accepted). iat is required and not in the future, so exp - iat also bounds
+    // how far from now exp may be (plus the skew).
+    if (typeof payload.exp !== 'number' || payload.exp - payload.iat > options.maxLifetimeSeconds) {
+      return invalid('token lifetime exceeds the maximum');
+    }
     if (typeof payload.sub !== 'string' || payload.sub === '') return invalid('malformed sub claim');
     const customerId = customerOf(payload);
     if (!isValidCustomerId(customerId)) return invalid(`token lacks a valid ${options.customerClaim} claim`);
     const scopes = readScopes(payload);
     if (scopes === undefined) return invalid('malformed scope claim');
+    // Only scopes Portico knows are granted: an unknown one means nothing here, and kept it
+    // would be shown by /v1/users/me and trusted by whatever reads the principal next.
+    const granted = scopes.filter((scope) => KNOWN_SCOPES.has(scope));
 
     const principal: Principal = Object.freeze({
       subject: payload.sub,
       customerId,
-      scopes: Object.freeze(scopes),
+      scopes: Object.freeze(granted),
       authMethod: 'jwt' as const,
     });
     if (cache !== undefined && typeof payload.exp === 'number') {

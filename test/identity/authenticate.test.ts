@@ -188,6 +188,7 @@ describe('auth config', () => {
     expect(authConfig().jwt).toEqual({
       algorithms: ['ES256', 'RS256', 'EdDSA', 'PS256'],
       clockSkewSeconds: 30,
+      maxLifetimeSeconds: 86400,
       maxTokenBytes: 8192,
       customerClaim: 'customer_id',
       staleKeysMaxAgeSeconds: 3600,
@@ -201,6 +202,7 @@ describe('auth config', () => {
     expect(() => authConfig({ jwt: { algorithms: ['HS256'] } })).toThrow();
     expect(() => authConfig({ jwt: { algorithms: ['none'] } })).toThrow();
     expect(() => authConfig({ jwt: { clockSkewSeconds: 301 } })).toThrow();
+    expect(() => authConfig({ jwt: { maxLifetimeSeconds: 59 } })).toThrow();
   });
 
   it('refuses a plain-http JWKS URL, both sources at once, and a URL without issuer/audience', () => {

@@ -33,6 +33,7 @@ let jwks: JwksServer;
 let bystander: Awaited<ReturnType<typeof startBystander>>;
 let ecKey: { privateKey: CryptoKey; publicJwk: JWK };
 let auth: Authenticator;
+let trustingFetch: Awaited<ReturnType<typeof createTrustingFetch>>['fetch'];
 const clock = testClock();
 const log = memoryLogger();
 
@@ -83,6 +84,7 @@ beforeAll(async () => {
   ecKey = await keyPair('ES256', 'ec-1');
   const rsa = await keyPair('RS256', 'rsa-1');
   const { cert, fetch } = await createTrustingFetch();
+  trustingFetch = fetch;
   jwks = await startJwksServer(cert, { keys: [ecKey.publicJwk, rsa.publicJwk] });
   bystander = await startBystander();
   auth = createAuthenticator(authConfig({ jwt: { issuer: ISSUER, audience: AUDIENCE, jwksUrl: jwks.url } }), {
@@ -149,6 +151,37 @@ describe('the attacker’s checklist', () => {
     const now = Math.floor(clock.now() / 1000);
     expectInvalidToken(await bearer(await sign(claims({ nbf: now + 120 }))), /not yet valid/);
     expectInvalidToken(await bearer(await sign(claims({ iat: now + 120, exp: now + 600 }))), /future/);
+  });
+
+  it('a token that lives longer than auth.jwt.maxLifetimeSeconds (a day by default) is refused', async () => {
+    const now = Math.floor(clock.now() / 1000);
+    // A stolen token that never expires: exp = 10^12 (the year 33658).
+    expectInvalidToken(await bearer(await sign(claims({ exp: 1e12 }))), /lifetime/);
+    // Backdating iat does not help: the lifetime is exp - iat.
+    expectInvalidToken(await bearer(await sign(claims({ iat: now - 86_000, exp: now + 401 }))), /lifetime/);
+    // A day exactly is allowed (`npm run -s token -- --ttl 86400`).
+    expectPrincipal(await bearer(await sign(claims({ exp: now + 86_400 }))));
+    const strict = createAuthenticator(
+      authConfig({ jwt: { issuer: ISSUER, audience: AUDIENCE, jwksUrl: jwks.url, maxLifetimeSeconds: 600 } }),
+      { dataDir: tempDir('jwt'), logger: log.logger, fetch: trustingFetch, now: clock.now },
+    );
+    try {
+      const token = await sign(claims({ exp: now + 601 }));
+      expectInvalidToken(
+        await strict.authenticate({ authorization: `Bearer ${token}` }, '/v1/orders'),
+        /lifetime/,
+      );
+      expectPrincipal(await strict.authenticate({ authorization: `Bearer ${await sign()}` }, '/v1/orders'));
+    } finally {
+      strict.close();
+    }
+  });
+
+  it('scopes Portico does not know are not granted (dropped from the principal)', async () => {
+    const token = await sign(claims({ scope: 'orders:read superuser orders:* admin:all' }));
+    expect(expectPrincipal(await bearer(token)).principal.scopes).toEqual(['orders:read']);
+    const array = await sign(claims({ scope: undefined, scp: ['invoices:read', 'root'] }));
+    expect(expectPrincipal(await bearer(array)).principal.scopes).toEqual(['invoices:read']);
   });
 
   it('a wrong issuer or audience is refused', async () => {
