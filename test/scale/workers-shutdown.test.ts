@@ -12,12 +12,13 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startGatewayProcess, type GatewayProcess } from '../gateway/support/gateway-process.ts';
 import { startRecordingUpstream, type RecordingUpstream } from '../gateway/support/harness.ts';
 import { portFree } from '../support/free-port.ts';
+import { until } from './support/gateway-workers.ts';
 import { killMarked, markedPids, PROCESS_MARK_VARIABLE, untilNoneLeft } from './support/marked-processes.ts';
 
 const DRAIN_MS = 1000;
 /**
- * What the exit may take beyond the drain deadline: the primary's own margin (3 s, past the
- * workers' 2 s and their SIGKILL a second later) and slack for a busy machine.
+ * What the exit may take beyond the drain deadline: the primary's own margin (4 s, past the
+ * workers' 2 s and their SIGKILL a second later) and 2 s of slack for a busy machine.
  */
 const MARGIN_MS = 6000;
 /** How long the upstream takes over `/v1/slow`: a request still in flight when the primary dies. */
@@ -87,12 +88,6 @@ async function logTraffic(port: number, count: number): Promise<void> {
   } finally {
     await agent.destroy();
   }
-}
-
-async function until(condition: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-  expect(condition()).toBe(true);
 }
 
 describe.each([
