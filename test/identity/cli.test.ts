@@ -43,6 +43,21 @@ function gateway(dataDir: string, redis?: Redis) {
   return auth;
 }
 
+/** A data dir and a gateway authenticator on Redis under this run's prefix plus `suffix`. */
+async function redisGateway(suffix: string) {
+  const dataDir = tempDir('cli-apikey');
+  const prefix = `${inject('redisPrefix')}${suffix}`;
+  const env = { PORTICO_DATA_DIR: dataDir, REDIS_URL: inject('redisUrl'), PORTICO_REDIS_PREFIX: prefix };
+  const redis = new Redis(inject('redisUrl'), {
+    keyPrefix: prefix,
+    enableOfflineQueue: false,
+    commandTimeout: 2000,
+  });
+  redises.push(redis);
+  await new Promise((resolve) => redis.once('ready', resolve));
+  return { dataDir, prefix, env, auth: gateway(dataDir, redis) };
+}
+
 afterAll(() => {
   for (const a of open) a.close();
   for (const r of redises) r.disconnect();
@@ -102,17 +117,7 @@ describe('npm run -s token', () => {
 
 describe('npm run -s apikey', () => {
   it('creates, lists and revokes keys in Redis; the gateway refuses a revoked key at once', async () => {
-    const dataDir = tempDir('cli-apikey');
-    const prefix = `${inject('redisPrefix')}cli:`;
-    const env = { PORTICO_DATA_DIR: dataDir, REDIS_URL: inject('redisUrl'), PORTICO_REDIS_PREFIX: prefix };
-    const redis = new Redis(inject('redisUrl'), {
-      keyPrefix: prefix,
-      enableOfflineQueue: false,
-      commandTimeout: 2000,
-    });
-    redises.push(redis);
-    await new Promise((resolve) => redis.once('ready', resolve));
-    const auth = gateway(dataDir, redis);
+    const { env, auth } = await redisGateway('cli:');
 
     const created = await run('apikey', ['create', '--customer', 'cust-5', '--scope', 'orders:read'], env);
     expect(created.code).toBe(0);
@@ -155,21 +160,7 @@ describe('npm run -s apikey', () => {
     // From the operator's side of the attack: the gateway reads Redis under one prefix; the
     // revoke runs without REDIS_URL, or under another prefix. It used to print "revoked",
     // exit 0, and the key kept working.
-    const dataDir = tempDir('cli-apikey');
-    const prefix = `${inject('redisPrefix')}cli-store:`;
-    const gatewayEnv = {
-      PORTICO_DATA_DIR: dataDir,
-      REDIS_URL: inject('redisUrl'),
-      PORTICO_REDIS_PREFIX: prefix,
-    };
-    const redis = new Redis(inject('redisUrl'), {
-      keyPrefix: prefix,
-      enableOfflineQueue: false,
-      commandTimeout: 2000,
-    });
-    redises.push(redis);
-    await new Promise((resolve) => redis.once('ready', resolve));
-    const auth = gateway(dataDir, redis);
+    const { dataDir, prefix, env: gatewayEnv, auth } = await redisGateway('cli-store:');
     const created = await run('apikey', ['create', '--customer', 'cust-7'], gatewayEnv);
     const key = created.stdout.trim();
     const id = /created (ak_[\w-]{22})/.exec(created.stderr)?.[1];
