@@ -9,11 +9,22 @@ export interface Principal {
   readonly subject: string;
   /** The customer whose data this caller owns; every query of the service is scoped by it. */
   readonly customerId: string;
-  /** Granted scopes, as sent (unknown scopes are kept but grant nothing). */
+  /** Granted scopes: those of the credential that Portico knows (knownScopes); others are dropped. */
   readonly scopes: readonly string[];
   readonly authMethod: 'jwt' | 'apikey';
   /** Id of the API key used, when authMethod is `apikey`. */
   readonly keyId?: string;
+}
+
+const KNOWN_SCOPES: ReadonlySet<string> = new Set(SCOPES);
+
+/**
+ * The scopes of `scopes` that Portico knows, in their order: an unknown one grants nothing,
+ * and kept in the principal it would be shown by /v1/users/me and passed on in the assertion,
+ * where a later reader could take it for a grant.
+ */
+export function knownScopes(scopes: readonly string[]): string[] {
+  return scopes.filter((scope) => KNOWN_SCOPES.has(scope));
 }
 
 /** `admin` implies every other scope: operators get one scope to grant, not five. */

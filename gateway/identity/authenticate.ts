@@ -16,7 +16,7 @@ import type { Logger } from 'pino';
 import { LRUCache } from 'lru-cache';
 import { fetch as undiciFetch } from 'undici';
 import type { HttpProblem } from '../../shared/errors.ts';
-import type { Principal } from '../../shared/principal.ts';
+import { knownScopes, type Principal } from '../../shared/principal.ts';
 import { verifyApiKey, type ApiKeyClaims } from './api-key.ts';
 import { loadApiKeySigningKeys } from './api-key-signing-keys.ts';
 import { createFileApiKeyStore, createRedisApiKeyStore, type ApiKeyStore } from './api-key-store.ts';
@@ -227,7 +227,7 @@ export function createAuthenticator(config: AuthConfig, deps: AuthenticatorDeps)
     const principal: Principal = {
       subject: claims.id,
       customerId: claims.cid,
-      scopes: claims.scp,
+      scopes: knownScopes(claims.scp),
       authMethod: 'apikey',
       keyId: claims.id,
     };

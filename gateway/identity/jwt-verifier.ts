@@ -7,7 +7,7 @@
 import { hash as digest } from 'node:crypto';
 import { decodeProtectedHeader, jwtVerify, type JWTPayload, type ProtectedHeaderParameters } from 'jose';
 import { LRUCache } from 'lru-cache';
-import { SCOPES, isValidCustomerId, type Principal } from '../../shared/principal.ts';
+import { isValidCustomerId, knownScopes, type Principal } from '../../shared/principal.ts';
 import { claimReader, readScopes } from './claim-path.ts';
 import type { KeySource } from './key-source.ts';
 
@@ -42,8 +42,6 @@ interface CachedToken {
   expiresAt: number;
   kid: string | undefined;
 }
-
-const KNOWN_SCOPES: ReadonlySet<string> = new Set(SCOPES);
 
 const invalid = (reason: string): JwtResult => ({ ok: false, kind: 'invalid', reason });
 
@@ -141,14 +139,11 @@ export function createJwtVerifier(options: JwtVerifierOptions) {
     if (!isValidCustomerId(customerId)) return invalid(`token lacks a valid ${options.customerClaim} claim`);
     const scopes = readScopes(payload);
     if (scopes === undefined) return invalid('malformed scope claim');
-    // Only scopes Portico knows are granted: an unknown one means nothing here, and kept it
-    // would be shown by /v1/users/me and trusted by whatever reads the principal next.
-    const granted = scopes.filter((scope) => KNOWN_SCOPES.has(scope));
 
     const principal: Principal = Object.freeze({
       subject: payload.sub,
       customerId,
-      scopes: Object.freeze(granted),
+      scopes: Object.freeze(knownScopes(scopes)),
       authMethod: 'jwt' as const,
     });
     if (cache !== undefined && typeof payload.exp === 'number') {

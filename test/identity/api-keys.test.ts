@@ -76,6 +76,15 @@ describe('a signed API key', () => {
     expectPrincipal(await auth.authenticate({ authorization: `apikey ${key}` }, '/'));
   });
 
+  it('grants only the scopes Portico knows, whatever scopes it was minted with', async () => {
+    // mintApiKey takes any well-formed scope (the CLI checks them); the principal must not.
+    const { key } = mintApiKey(current, {
+      customerId: 'cust-9',
+      scopes: ['orders:read', 'superuser', 'admin:all'],
+    });
+    expect(expectPrincipal(await apiKey(auth, key)).principal.scopes).toEqual(['orders:read']);
+  });
+
   it('signed with the previous signing key still verifies (rotation), until that key is dropped', async () => {
     const { key } = mintApiKey(previous, { customerId: 'cust-9', scopes: [] });
     expectPrincipal(await apiKey(auth, key));
