@@ -14,7 +14,7 @@ import { Agent, getGlobalDispatcher, setGlobalDispatcher } from 'undici';
 import { loadAssertionKeys } from '../shared/assertion-keys.ts';
 import { installCrashGuard } from '../shared/crash-guard.ts';
 import { acquireDataDirLock, DataDirInUseError } from '../shared/data-dir-lock.ts';
-import { SecretNotPrivateError } from '../shared/data-dir-secrets.ts';
+import { assertPrivateDirectory, SecretNotPrivateError } from '../shared/data-dir-secrets.ts';
 import { devPkiFiles, ensureDevPki } from '../shared/dev-pki.ts';
 import { TLS_CLIENT_OPTIONS } from '../shared/tls-policy.ts';
 import { Lifecycle } from '../shared/lifecycle.ts';
@@ -61,6 +61,8 @@ const DEFAULT_DATA_DIR = '.portico';
 const crashGuard = installCrashGuard(gatewayLog, { deadlineMs: 120_000 });
 
 async function startEverything(lifecycle: Lifecycle) {
+  // Before anything is written there: a data dir others may write is no place for our keys.
+  assertPrivateDirectory(dataDir);
   const lock = acquireDataDirLock(dataDir, { purpose: 'npm start' });
   lifecycle.defer('data dir lock', () => lock.release());
   let embedded: EmbeddedDatabase | undefined;
