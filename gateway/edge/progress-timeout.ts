@@ -82,8 +82,9 @@ export function createProgressTimeouts(timeoutMs: number, registry: Registry): P
       if (timer === undefined || socket.alpnProtocol === 'h2') return;
       watch({
         protocol: 'http1',
-        mark: () => `${socket.bytesRead}/${socket.bytesWritten}/${socket.writableLength}`,
-        waitingOnClient: () => socket.writableLength > 0,
+        mark: () =>
+          `${socket.bytesRead}/${socket.bytesWritten}/${socket.writableLength}/${queuedInTls(socket)}`,
+        waitingOnClient: () => socket.writableLength > 0 || queuedInTls(socket) > 0,
         gone: () => socket.destroyed,
         end: () => socket.destroy(),
       });
@@ -98,6 +99,23 @@ export function createProgressTimeouts(timeoutMs: number, registry: Registry): P
     },
   };
 }
+
+/**
+ * Bytes the TLS layer and the TCP socket beneath it still hold for the client. A large answer
+ * written at once is taken whole by the TLS layer (its `writableLength` falls to 0 and
+ * `bytesWritten` counts it all) and waits in the handles' own write queues, which only Node's
+ * handles show: without them a client that reads nothing of a large answer looked like one
+ * that had taken it all.
+ */
+function queuedInTls(socket: TLSSocket): number {
+  const { _handle: tls, _parent: tcp } = socket as unknown as {
+    _handle?: QueueHolder;
+    _parent?: { _handle?: QueueHolder };
+  };
+  return (tls?.writeQueueSize ?? 0) + (tcp?._handle?.writeQueueSize ?? 0);
+}
+
+type QueueHolder = { writeQueueSize?: number } | null;
 
 function streamWatch(stream: ServerHttp2Stream): Omit<Watched, 'lastMark' | 'lastProgress'> {
   return {

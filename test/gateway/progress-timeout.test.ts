@@ -22,19 +22,27 @@ import {
 const PROGRESS_MS = 1000;
 /** The sweep's granularity and a busy machine's delay, on top of the timeout. */
 const BOUND_MS = PROGRESS_MS + 3000;
-/** Larger than what the kernel's and TLS's buffers of both ends hold together. */
+/** Larger than an HTTP/2 stream's flow-control windows hold. */
 const BIG = 8 * 1024 * 1024;
+/**
+ * Larger than what the kernel's and TLS's buffers of both ends hold together, for HTTP/1.1:
+ * Linux grows a receive buffer up to net.ipv4.tcp_rmem's maximum (32 MiB here) and a send
+ * buffer up to tcp_wmem's (4 MiB). With 8 MiB a quiet machine took the whole answer into its
+ * buffers, and a client that read nothing had left the gateway nothing to wait for.
+ */
+const HUGE = 64 * 1024 * 1024;
 
 let upstream: RecordingUpstream;
 let gw: TestGateway;
 let dataDir: string;
 const big = Buffer.alloc(BIG, 'x');
+const huge = Buffer.alloc(HUGE, 'x');
 
 beforeAll(async () => {
   upstream = await startRecordingUpstream((req, res) => {
     req.resume();
     res.writeHead(200, { 'content-type': 'application/octet-stream', 'cache-control': 'no-store' });
-    res.end(big);
+    res.end(req.url === '/big/huge' ? huge : big);
   });
   dataDir = mkdtempSync(join(tmpdir(), 'portico-progress-'));
   gw = await startTestGateway(
@@ -143,7 +151,7 @@ async function http1(path: string, read: 'nothing' | 'bursts' | 'steadily') {
         if (end !== -1) head = end + 4;
       }
       bytes += chunk.length;
-      if (head !== -1 && bytes - head >= BIG) resolve('whole');
+      if (head !== -1 && bytes - head >= HUGE) resolve('whole');
     }),
   );
   const closed = new Promise<'closed'>((resolve) => socket.once('close', () => resolve('closed')));
@@ -182,16 +190,16 @@ describe('HTTP/1.1', () => {
     'a connection whose reader takes %s (no byte for longer than the timeout) is closed',
     async (read) => {
       const before = await timeouts('http1');
-      const result = await http1('/big/file', read);
+      const result = await http1('/big/huge', read);
       expect(result.outcome).toBe('closed');
-      expect(result.body).toBeLessThan(BIG);
+      expect(result.body).toBeLessThan(HUGE);
       expect(await timeouts('http1')).toBeGreaterThan(before);
     },
     30_000,
   );
 
   it('a reader that reads steadily gets the whole answer', async () => {
-    const result = await http1('/big/file', 'steadily');
+    const result = await http1('/big/huge', 'steadily');
     expect(result.outcome).toBe('whole');
   });
 });
