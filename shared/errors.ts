@@ -41,6 +41,7 @@ export const errorTable = {
   ERR_VALIDATION: { status: 422, title: 'Validation failed' },
   ERR_IDEMPOTENCY_KEY_REUSED: { status: 422, title: 'Idempotency key reused with a different request' },
   ERR_AMOUNT_MISMATCH: { status: 422, title: 'Payment amount does not match the order total' },
+  ERR_EXPECTATION_FAILED: { status: 417, title: 'Expectation failed' },
   ERR_RATE_LIMITED: { status: 429, title: 'Rate limit exceeded' },
   ERR_HEADERS_TOO_LARGE: { status: 431, title: 'Request header fields too large' },
   // 5xx: our side or the upstream's.

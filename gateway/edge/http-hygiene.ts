@@ -95,6 +95,12 @@ export function checkRequestFraming(
   const http2 = isHttp2Request(req);
   // RFC 9110 §6.2: HTTP/1.1's parser takes any `HTTP/x.y` line; only 1.x is spoken there.
   if (!http2 && req.httpVersionMajor !== 1) throw versionNotSupported();
+  const expectation = req.headers.expect;
+  // RFC 9110 §10.1.1: 100-continue is the only expectation defined, and the listener meets it.
+  if (expectation !== undefined && expectation.trim().toLowerCase() !== '100-continue')
+    throw new HttpProblem('ERR_EXPECTATION_FAILED', 'the only expectation served is 100-continue', {
+      extensions: { errors: [{ header: 'expect', detail: 'only 100-continue is served' }] },
+    });
   const counts = singletonCounts(req.rawHeaders);
   const hosts = counts.host;
   if (http2) {

@@ -188,6 +188,14 @@ export function createHttpsListener(config: ListenerConfig, deps: ListenerDeps):
   const http1 = http1Requests(limits, deps.onRequest);
   const http2 = createHttp2Requests(limits, deps.onRequest, refuse);
   const supervisor = superviseSessions(limits, deps.log);
+  // Both protocols share the one TLS port; the compat request tells which one this is.
+  const dispatch = (
+    req: IncomingMessage | Http2ServerRequest,
+    res: ServerResponse | Http2ServerResponse,
+  ): void => {
+    if (req instanceof Http2ServerRequest) http2(req, res as Http2ServerResponse);
+    else http1.onRequest(req, res as ServerResponse);
+  };
   const server = createSecureServer(
     {
       ...TLS_OPTIONS,
@@ -198,10 +206,7 @@ export function createHttpsListener(config: ListenerConfig, deps: ListenerDeps):
       handshakeTimeout: limits.headersTimeoutMs,
       noDelay: true,
     } as SecureServerOptions,
-    (req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse) => {
-      if (req instanceof Http2ServerRequest) http2(req, res as Http2ServerResponse);
-      else http1.onRequest(req, res as ServerResponse);
-    },
+    dispatch,
   ) as EdgeServer;
   server.maxConnections = limits.maxConnections;
   server.on('session', supervisor.onSession);
@@ -219,9 +224,11 @@ export function createHttpsListener(config: ListenerConfig, deps: ListenerDeps):
   // the proxy stage answers 413 from the declared length alone.
   server.on('checkContinue', (req: IncomingMessage | Http2ServerRequest, res: ServerResponse) => {
     if (!(Number(req.headers['content-length']) > limits.maxBodyBytes)) res.writeContinue();
-    if (req instanceof Http2ServerRequest) http2(req, res as unknown as Http2ServerResponse);
-    else http1.onRequest(req, res);
+    dispatch(req, res);
   });
+  // Any other expectation goes through the pipeline, whose hygiene stage refuses it with a 417
+  // problem: without a listener Node answers a bare 417, unaudited and without our fields.
+  server.on('checkExpectation', dispatch);
   server.on('clientError', (error: NodeJS.ErrnoException & { rawPacket?: unknown }, socket: Duplex) => {
     const problem = clientErrorProblem(error);
     const inProgress = http1.pending.get(socket);
