@@ -15,6 +15,7 @@
  */
 import { hash } from 'node:crypto';
 import { isoTime } from '../observability/iso-time.ts';
+import { escapeControls } from '../observability/escape-controls.ts';
 
 /** What the gateway knows about a finished request. Only these fields are ever written. */
 export interface AuditEntry {
@@ -60,21 +61,6 @@ function text(value: string | number | undefined): string | undefined {
   if (value === undefined || value === null) return undefined;
   const s = typeof value === 'string' ? value : String(value);
   return s.length > MAX_FIELD_LENGTH ? `${s.slice(0, MAX_FIELD_LENGTH)}…` : s;
-}
-
-const UNSAFE = /[\u007f-\u009f\u2028\u2029]/;
-
-/**
- * JSON.stringify escapes C0 controls, quotes and lone surrogates; these remain, and would let
- * a crafted value break a line for some readers (U+2028/2029) or drive a terminal (C1, DEL).
- */
-function escapeControls(json: string): string {
-  // Most records hold none: a test is cheaper than a replace that finds nothing.
-  if (!UNSAFE.test(json)) return json;
-  return json.replace(
-    /[\u007f-\u009f\u2028\u2029]/g,
-    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
-  );
 }
 
 /** Where a record sits: its chain (absent for the unnamed one), its number and its predecessor. */
