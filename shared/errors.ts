@@ -46,6 +46,7 @@ export const errorTable = {
   ERR_HEADERS_TOO_LARGE: { status: 431, title: 'Request header fields too large' },
   // 5xx: our side or the upstream's.
   ERR_INTERNAL: { status: 500, title: 'Internal server error' },
+  ERR_METHOD_NOT_IMPLEMENTED: { status: 501, title: 'Method not implemented' },
   ERR_BAD_GATEWAY: { status: 502, title: 'Bad gateway' },
   ERR_SERVICE_UNAVAILABLE: { status: 503, title: 'Service unavailable' },
   ERR_UPSTREAM_OVERLOADED: { status: 503, title: 'Upstream at capacity' },

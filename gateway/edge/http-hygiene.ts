@@ -6,7 +6,7 @@
  * `clientError` and are answered by {@link clientErrorProblem}. What it accepts and we must not
  * is checked by {@link checkRequestFraming} on `rawHeaders`, where duplicates are still visible.
  */
-import type { IncomingMessage } from 'node:http';
+import { METHODS, type IncomingMessage } from 'node:http';
 import { HttpProblem } from '../../shared/errors.ts';
 import { isHttp2Request } from './http2.ts';
 
@@ -104,6 +104,10 @@ export function checkRequestFraming(
   const counts = singletonCounts(req.rawHeaders);
   const hosts = counts.host;
   if (http2) {
+    // RFC 9110 §9.1: methods are case-sensitive tokens, and nghttp2 passes any token on. Only
+    // what HTTP/1.1's parser takes goes further: `post` would dodge a policy matched on POST,
+    // and `get` would be taken for an unsafe method that purges the cache.
+    if (!KNOWN_METHODS.has(req.method ?? '')) throw methodNotImplemented(req.method ?? '');
     checkAuthority(req, hosts);
   } else if (hosts !== 1) {
     // RFC 9112 §3.2: exactly one Host; Node accepts zero or several.
@@ -157,6 +161,13 @@ function hasDotSegmentOrBackslash(path: string): boolean {
   }
   if (decoded.includes('\\')) return true;
   return decoded.split('/').some((segment) => segment === '.' || segment === '..');
+}
+
+/** The methods HTTP/1.1's parser (llhttp) takes, exactly as spelled there. */
+const KNOWN_METHODS: ReadonlySet<string> = new Set(METHODS);
+
+function methodNotImplemented(method: string): HttpProblem {
+  return new HttpProblem('ERR_METHOD_NOT_IMPLEMENTED', `method ${JSON.stringify(method)} is not implemented`);
 }
 
 function invalidHeader(header: string, detail: string): HttpProblem {
