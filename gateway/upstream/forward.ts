@@ -141,12 +141,8 @@ function upstreamHeaders(
   trustProxy: ProxyConfig['trustProxy'],
   signingKey: AssertionKey | undefined,
 ): string[] {
-  if (ctx.principal !== undefined) {
-    // The gateway verified the credential and asserts the principal instead, so the token or
-    // API key goes no further than the edge (as Envoy's jwt_authn does by default): an
-    // upstream log or a compromised service never sees a usable credential.
-    ctx.upstreamHeaders.delete('authorization');
-  }
+  // The credential itself never goes upstream (forwarded-headers.ts); the principal, where
+  // there is one, goes as the gateway's signed assertion.
   const headers = forwardedHeaders(ctx, trustProxy);
   if (ctx.principal !== undefined) {
     if (signingKey === undefined) throw new Error('proxy: a principal is set but no assertion key was given');
