@@ -43,6 +43,8 @@ function plantedAdminToken(dir: string, mode: number): string {
   return file;
 }
 
+// Planting a file owned by another user needs chown, which only root may do; CI runs as root,
+// so there the case runs, and a developer's unprivileged run skips it saying why.
 const isRoot = process.getuid?.() === 0;
 
 describe('secrets planted in the data dir', () => {
