@@ -20,33 +20,33 @@ import { escapeControls } from '../observability/escape-controls.ts';
 /** What the gateway knows about a finished request. Only these fields are ever written. */
 export interface AuditEntry {
   /** Epoch milliseconds when the request arrived; defaults to when it was recorded. */
-  time?: number;
+  time?: number | undefined;
   requestId: string;
   /** The W3C trace id, for finding the request's spans. */
-  traceId?: string;
-  subject?: string;
-  customerId?: string;
+  traceId?: string | undefined;
+  subject?: string | undefined;
+  customerId?: string | undefined;
   /** API key id (never the key). */
-  keyId?: string;
-  clientAddress?: string;
+  keyId?: string | undefined;
+  clientAddress?: string | undefined;
   /** Absent only for a refusal whose request line never arrived (a head too slow to finish). */
-  method?: string;
+  method?: string | undefined;
   /** Route or path; anything after `?` is dropped, since queries can carry credentials. */
-  route?: string;
+  route?: string | undefined;
   status: number;
   /** The problem's `ERR_*` code, for answers given before the pipeline (the listener's refusals). */
-  code?: string;
+  code?: string | undefined;
   /** Absent when unknown: a refusal on the socket does not know when its request began. */
-  latencyMs?: number;
+  latencyMs?: number | undefined;
   /** `ok`, `refused`, `unavailable`, or `none` for routes without authentication. */
   authOutcome: string;
-  authReason?: string;
+  authReason?: string | undefined;
   /** Outcome of the rate-limit stage once it exists, e.g. `allowed`, `limited`. */
-  rateLimit?: string;
+  rateLimit?: string | undefined;
   /** Outcome of the cache stage once it exists, e.g. `hit`, `miss`, `stale`. */
-  cache?: string;
+  cache?: string | undefined;
   /** Each upstream retry: the target that failed and why (an error kind, or `503`). */
-  retries?: readonly { target: string; reason: string }[];
+  retries?: readonly { target: string; reason: string }[] | undefined;
 }
 
 export const GENESIS_PREV = '0'.repeat(64);

@@ -7,7 +7,7 @@ export type Forward = 'bypass' | 'method' | 'uri-miss' | 'vary-miss' | 'miss' | 
 /** One member of Cache-Status, this cache's. */
 export interface CacheStatus {
   hit?: boolean;
-  fwd?: Forward;
+  fwd?: Forward | undefined;
   fwdStatus?: number;
   /** Remaining freshness in seconds; negative when served stale (2.5). */
   ttl?: number;

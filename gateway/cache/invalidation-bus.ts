@@ -146,7 +146,7 @@ export function createInvalidationBus(deps: BusDeps): InvalidationBus {
   };
 }
 
-function describe(error: unknown): { name?: string; message?: string } {
+function describe(error: unknown): { name?: string | undefined; message?: string | undefined } {
   const { name, message } = error as { name?: string; message?: string };
   return { name, message };
 }

@@ -42,7 +42,7 @@ export function loadOrCreateDevIssuer(dataDir: string): DevIssuer {
   const privateJwk = JSON.parse(readOrCreateSecretFile(join(dir, 'private.jwk.json'), createKeyFile)) as JWK;
   const privateKey = createPrivateKey({ key: privateJwk, format: 'jwk' });
   const { kty, crv, x, y } = createPublicKey(privateKey).export({ format: 'jwk' });
-  const publicJwk: JWK = { kty, crv, x, y };
+  const publicJwk = { kty, crv, x, y } as JWK;
   // RFC 7638 thumbprint: required members only, in lexicographic order.
   const kid = createHash('sha256').update(JSON.stringify({ crv, kty, x, y })).digest('base64url');
   const jwks: JSONWebKeySet = { keys: [{ ...publicJwk, kid, alg: 'ES256', use: 'sig' }] };

@@ -32,7 +32,7 @@ export interface GatewayResponse {
    * with one `res.end(buffer)` instead of piping `body`, which costs a stream and a pipe per
    * request. `body` still yields the same bytes for any stage that reads it.
    */
-  bufferedBody?: Buffer;
+  bufferedBody?: Buffer | undefined;
   /**
    * Set when the gateway answered with a problem of its own (a refusal, or the proxy's 502 or
    * 504) rather than relaying the upstream's answer.
@@ -85,15 +85,15 @@ class BufferedResponse implements GatewayResponse {
 
 /** What stages decided about a request, for the audit record. */
 export interface RequestFacts {
-  auth?: { outcome: 'ok' | 'refused' | 'unavailable' | 'none'; reason?: string };
+  auth?: { outcome: 'ok' | 'refused' | 'unavailable' | 'none'; reason?: string } | undefined;
   /** `allowed`, `limited`, or `unavailable`, with the store that counted (redis, memory). */
-  rateLimit?: string;
+  rateLimit?: string | undefined;
   /** The cache stage's outcome, e.g. `hit`, `miss`, `stale`. */
-  cache?: string;
+  cache?: string | undefined;
   /** Each retry of the proxy: the target that failed and why (an error kind, or `503`). */
-  retries?: { target: string; reason: string }[];
+  retries?: { target: string; reason: string }[] | undefined;
   /** The W3C trace id this request belongs to (trace-context stage). */
-  traceId?: string;
+  traceId?: string | undefined;
 }
 
 /** What the stages know about one request. */
@@ -107,12 +107,12 @@ export interface GatewayContext {
   requestId: string;
   /** The request's logger, bound to its id once the request-id stage has set it. */
   readonly log: Logger;
-  route?: RouteDefinition;
+  route?: RouteDefinition | undefined;
   /** The request headers the proxy sends upstream, as stages edited them. */
   readonly upstreamHeaders: UpstreamHeaders;
   /** Set by the authenticate stage (identity issue); the proxy asserts it upstream. */
-  principal?: Principal;
-  response?: GatewayResponse;
+  principal?: Principal | undefined;
+  response?: GatewayResponse | undefined;
   readonly facts: RequestFacts;
   /** The client's address as limits and the audit log count it (client-ip.ts), found once. */
   readonly clientIp: string;

@@ -163,7 +163,11 @@ function responseOf(status: number, answer: UpstreamAnswer): GatewayResponse {
 }
 
 /** Error facts for logs: no headers, bodies or URLs with credentials. */
-function describe(error: unknown): { name?: string; code?: string; message?: string } {
+function describe(error: unknown): {
+  name?: string | undefined;
+  code?: string | undefined;
+  message?: string | undefined;
+} {
   const { name, code, message } = error as { name?: string; code?: string; message?: string };
   return { name, code, message };
 }

@@ -31,7 +31,7 @@ export interface UpstreamCallOptions {
    * Sent as Portico-Exchange-Id to an upstream that echoes it (answer-binding.ts): an answer
    * without this id is refused and its connection dropped.
    */
-  exchangeId?: string;
+  exchangeId?: string | undefined;
 }
 
 export interface UpstreamAnswer {

@@ -96,6 +96,8 @@ export function createTlsConnector(
     }
     // The name verified is the configured one or the origin's host, never one a request's Host
     // header could carry in.
-    current.connect({ ...connectOptions, servername: undefined }, callback);
+    const withoutName = { ...connectOptions };
+    delete withoutName.servername;
+    current.connect(withoutName, callback);
   };
 }

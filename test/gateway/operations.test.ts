@@ -207,7 +207,7 @@ describe('redirect listener', () => {
       listener: { httpRedirect: { enabled: true, port: 0 } },
     });
     const port = gw.gateway.addresses.redirect?.port;
-    type Answer = { status?: number; location?: string; nosniff?: unknown };
+    type Answer = { status?: number | undefined; location?: string | undefined; nosniff?: unknown };
     const response = await new Promise<Answer>((resolve, reject) => {
       const req = httpRequest(
         {
@@ -373,7 +373,7 @@ describe('signals (gateway/main.ts as a child process)', () => {
       routes: [{ prefix: '/v1', upstream: upstream.url, auth: 'none' }],
     });
     processes.push(gateway);
-    const served = await new Promise<{ subject: string; keyType?: string }>((resolve, reject) => {
+    const served = await new Promise<{ subject: string; keyType?: string | undefined }>((resolve, reject) => {
       const socket = tlsConnect({
         host: '127.0.0.1',
         port: gateway.port,

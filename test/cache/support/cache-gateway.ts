@@ -65,7 +65,7 @@ export interface CacheGatewayOptions {
   route?: Partial<RouteDefinition>;
   clock?: Clock;
   /** Shared invalidations: the gateway's Redis connection (it opens its own subscriber). */
-  redis?: Redis;
+  redis?: Redis | undefined;
   /** Replicas that share invalidations share this; it keeps test files apart on one Redis. */
   channel?: string;
   /** Keys the upstream verifies (the real service's); a fresh key otherwise. */
