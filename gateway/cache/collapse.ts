@@ -23,7 +23,7 @@ import type { Readable } from 'node:stream';
 import { LRUCache } from 'lru-cache';
 import { hasRequestBody } from '../edge/request-body.ts';
 import { ClientGoneError, type GatewayContext } from '../pipeline/context.ts';
-import { DEFAULT_COLLAPSE } from './collapse-config.ts';
+import { DEFAULT_COLLAPSE } from '../config/schema/cache.ts';
 import type { CacheRequest, HttpCache, StoredResponse } from './http-cache.ts';
 import { SHARED_PARTITION } from './partition.ts';
 

@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import type { Principal } from '../../shared/principal.ts';
 import type { CacheStats, Outcome } from './cache-stats.ts';
 import type { CacheRequest, Fill, ReceivedResponse, Selection, StoreDecision } from './cache-types.ts';
-import type { CacheConfig } from './config-schema.ts';
+import type { CacheConfig } from '../config/schema/cache.ts';
 import { parseCacheControl, type Directives } from './directives.ts';
 import {
   createEntryStore,

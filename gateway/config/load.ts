@@ -10,7 +10,7 @@ import { Ajv, type ErrorObject } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { parse as parseYaml } from 'yaml';
 import { AdminConfigSchema } from '../admin/server.ts';
-import { CacheConfigSchema } from '../cache/config-schema.ts';
+import { CacheConfigSchema } from './schema/cache.ts';
 import { CompressionConfigSchema } from '../compression/config-schema.ts';
 import { AuthConfigSchema, checkAuthConfig } from '../identity/config-schema.ts';
 import { RateLimitsSchema, checkRateLimits } from '../rate-limit/config-schema.ts';

@@ -3,7 +3,7 @@
  */
 import { Ajv } from 'ajv';
 import { describe, expect, it } from 'vitest';
-import { CacheConfigSchema } from '../../gateway/cache/config-schema.ts';
+import { CacheConfigSchema } from '../../gateway/config/schema/cache.ts';
 
 const validate = new Ajv({ allErrors: true, useDefaults: true, strict: false }).compile(CacheConfigSchema);
 

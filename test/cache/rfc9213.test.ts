@@ -4,7 +4,7 @@
  * and never passed on to the client.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { CacheConfig } from '../../gateway/cache/config-schema.ts';
+import type { CacheConfig } from '../../gateway/config/schema/cache.ts';
 import { parseTargeted } from '../../gateway/cache/directives.ts';
 import { createClock, startCacheGateway, type CacheGateway, type Clock } from './support/cache-gateway.ts';
 import { startOrigin, type TestOrigin } from './support/origin.ts';

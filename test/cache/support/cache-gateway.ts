@@ -14,7 +14,7 @@ import { parseAssertionKeys } from '../../../shared/assertion-keys.ts';
 import type { AssertionKey } from '../../../shared/identity-assertion.ts';
 import { buildGateway } from '../../../gateway/build.ts';
 import type { HttpCache } from '../../../gateway/cache/http-cache.ts';
-import type { CacheConfig } from '../../../gateway/cache/config-schema.ts';
+import type { CacheConfig } from '../../../gateway/config/schema/cache.ts';
 import { parseConfig } from '../../../gateway/config/load.ts';
 import { createLogger } from '../../../gateway/observability/logger.ts';
 import type { RequestFacts, Stage } from '../../../gateway/pipeline/context.ts';

@@ -1,9 +1,36 @@
 /**
  * The `cache` section of the gateway config. Every field has a type, a default and a
- * description; which routes the cache serves is the per-route `cache` flag.
+ * description; which routes the cache serves is the per-route `cache` flag. Its `collapse`
+ * part: concurrent misses for one resource wait for the one request already on its way
+ * upstream (cache/collapse.ts).
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { CollapseConfigSchema } from './collapse-config.ts';
+
+/** Schema of `cache.collapse`. */
+export const CollapseConfigSchema = Type.Object(
+  {
+    enabled: Type.Boolean({
+      default: true,
+      description: 'Off: every miss goes upstream, however many arrive together.',
+    }),
+    maxWaitMs: Type.Integer({
+      minimum: 1,
+      maximum: 60000,
+      default: 5000,
+      description:
+        'Longest a miss waits for the request in flight for the same resource; past it, it goes upstream itself.',
+    }),
+  },
+  {
+    additionalProperties: false,
+    default: {},
+    description:
+      'Collapsed misses: while one request for a resource is on its way upstream, others for it (same partition, same Accept-Encoding) wait for it and are served what it stored, when it may be served to them; otherwise they go upstream themselves.',
+  },
+);
+export type CollapseConfig = Static<typeof CollapseConfigSchema>;
+
+export const DEFAULT_COLLAPSE: CollapseConfig = { enabled: true, maxWaitMs: 5000 };
 
 /** Schema of the `cache` config section; defaults fill what a file leaves out. */
 export const CacheConfigSchema = Type.Object(
