@@ -5,7 +5,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { firstValue, joinField } from './directives.ts';
-import { parseHttpDate } from './http-date.ts';
+import { parseHttpDate } from '../foundation/http-date.ts';
 
 /** The stored response fields a conditional request is compared with. */
 export interface Validators {

@@ -6,7 +6,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { StoredResponse } from './entry-store.ts';
-import { formatHttpDate } from './http-date.ts';
+import { formatHttpDate } from '../foundation/http-date.ts';
 import type { PolicyFactory, PolicyRequest } from './policy.ts';
 import { readSemantics } from './response-semantics.ts';
 import { storability } from './storability.ts';

@@ -7,7 +7,7 @@
  * logged and noted for the audit record.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { parseHttpDate } from '../cache/http-date.ts';
+import { parseHttpDate } from '../foundation/http-date.ts';
 import type { GatewayContext } from '../pipeline/context.ts';
 import { available, pickMember } from './balancer.ts';
 import type { ProxyConfig } from './config-schema.ts';

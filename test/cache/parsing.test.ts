@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { notModified } from '../../gateway/cache/conditional.ts';
 import { deltaSeconds, parseCacheControl, parseTargeted } from '../../gateway/cache/directives.ts';
-import { parseHttpDate } from '../../gateway/cache/http-date.ts';
+import { parseHttpDate } from '../../gateway/foundation/http-date.ts';
 import { invalidationTargets } from '../../gateway/cache/invalidation-targets.ts';
 
 describe('Cache-Control', () => {
