@@ -23,7 +23,7 @@ import { createFileApiKeyStore, createRedisApiKeyStore, type ApiKeyStore } from 
 import { credentialInUrl, invalidToken, keysUnavailable, unauthenticated } from './auth-problems.ts';
 import { checkAuthConfig, type AuthConfig } from './config-schema.ts';
 import { loadOrCreateDevIssuer } from './dev-issuer.ts';
-import { createJwtVerifier } from './jwt-verifier.ts';
+import { createJwtVerifier, type JwtVerifier } from './jwt-verifier.ts';
 import {
   createRemoteKeySource,
   createStaticKeySource,
@@ -149,48 +149,94 @@ export function createAuthenticator(config: AuthConfig, deps: AuthenticatorDeps)
     now,
   });
 
-  let apiKeys: { ring: ReturnType<typeof loadApiKeySigningKeys>; store: ApiKeyStore } | undefined;
-  if (config.apiKeys.enabled) {
-    apiKeys = {
-      ring: loadApiKeySigningKeys(deps.env ?? process.env, deps.dataDir),
-      store:
-        deps.redis === undefined
-          ? createFileApiKeyStore(deps.dataDir, { pollMs: FILE_STORE_POLL_MS })
-          : createRedisApiKeyStore(deps.redis),
-    };
-  }
+  const apiKeys: ApiKeys | undefined = config.apiKeys.enabled
+    ? {
+        ring: loadApiKeySigningKeys(deps.env ?? process.env, deps.dataDir),
+        store:
+          deps.redis === undefined
+            ? createFileApiKeyStore(deps.dataDir, { pollMs: FILE_STORE_POLL_MS })
+            : createRedisApiKeyStore(deps.redis),
+      }
+    : undefined;
 
+  return new EdgeAuthenticator(verifier, keys, apiKeys, deps.logger);
+}
+
+/** API keys, when enabled: the signing ring (loaded once per process) and the revocation store. */
+interface ApiKeys {
+  ring: ReturnType<typeof loadApiKeySigningKeys>;
+  store: ApiKeyStore;
+}
+
+/** The authenticator proper: one method per kind of credential, on the parts built above. */
+class EdgeAuthenticator implements Authenticator {
   /**
    * Verifications under way, by credential digest. A client that opens its connections with a
    * new token sends it many times at once: each would be counted against its address before
    * the first one verified, and enough of them lock the address out. One credential is counted
    * and verified once; the others wait for that outcome.
    */
-  const verifying = new Map<string, Promise<AuthOutcome>>();
+  private readonly verifying = new Map<string, Promise<AuthOutcome>>();
+  // The ring is loaded once per process, so a signature that verified stays verified.
+  private readonly verifiedApiKeys = new LRUCache<string, ApiKeyClaims>({ max: VERIFIED_API_KEYS });
 
-  async function once(id: string, gate: VerifyGate, judge: () => Promise<AuthOutcome>): Promise<AuthOutcome> {
-    const running = verifying.get(id);
-    if (running !== undefined) {
-      try {
-        return await running;
-      } catch {
-        // Refused at its own gate (its address is over the limit): this one passes its own.
-      }
+  private readonly verifier: JwtVerifier;
+  private readonly keys: KeySource;
+  private readonly apiKeys: ApiKeys | undefined;
+  private readonly logger: Logger;
+
+  constructor(verifier: JwtVerifier, keys: KeySource, apiKeys: ApiKeys | undefined, logger: Logger) {
+    this.verifier = verifier;
+    this.keys = keys;
+    this.apiKeys = apiKeys;
+    this.logger = logger;
+  }
+
+  knownBearer(headers: IncomingHttpHeaders, url: string): Principal | undefined {
+    const authorization = headers.authorization;
+    // Anything unusual (a query, which may carry a credential; another spelling) takes the
+    // full path. A token found here is byte for byte one that passed it before.
+    if (authorization === undefined || url.includes('?') || !BEARER_PREFIX.test(authorization))
+      return undefined;
+    return this.verifier.known(authorization.slice(BEARER_LENGTH));
+  }
+
+  async authenticate(headers: IncomingHttpHeaders, url: string, gate = admitAll): Promise<AuthOutcome> {
+    const leaked = credentialParameter(url);
+    if (leaked !== undefined)
+      return { ok: false, problem: credentialInUrl(leaked), reason: 'credential in URL' };
+
+    const authorization = headers.authorization;
+    if (authorization === undefined || authorization.trim() === '') {
+      return { ok: false, problem: unauthenticated(), reason: 'no credentials' };
     }
-    const judging = gate().then(judge);
-    verifying.set(id, judging);
-    try {
-      return await judging;
-    } finally {
-      if (verifying.get(id) === judging) verifying.delete(id);
+    const match = AUTHORIZATION.exec(authorization.trim());
+    if (match === null) return judged(gate, refuse('malformed Authorization header'));
+    const [, scheme, credential] = match as unknown as [string, string, string];
+    switch (scheme.toLowerCase()) {
+      case 'bearer':
+        return this.bearer(credential, gate);
+      case 'apikey':
+        return this.apiKey(credential, gate);
+      default:
+        return judged(gate, refuse('unsupported authorization scheme'));
     }
   }
 
-  async function bearer(token: string, gate: VerifyGate): Promise<AuthOutcome> {
-    const known = verifier.known(token);
+  ready(): boolean {
+    return this.keys.ready();
+  }
+
+  close(): void {
+    this.keys.close();
+    this.apiKeys?.store.close();
+  }
+
+  private async bearer(token: string, gate: VerifyGate): Promise<AuthOutcome> {
+    const known = this.verifier.known(token);
     if (known !== undefined) return { ok: true, principal: known, cacheHit: true };
-    return once(digest('sha256', token, 'base64url'), gate, async () => {
-      const result = await verifier.verify(token);
+    return this.once(digest('sha256', token, 'base64url'), gate, async () => {
+      const result = await this.verifier.verify(token);
       if (result.ok) return { ok: true, principal: result.principal, cacheHit: result.cacheHit };
       if (result.kind === 'unavailable')
         return { ok: false, problem: keysUnavailable(), reason: result.reason };
@@ -198,29 +244,27 @@ export function createAuthenticator(config: AuthConfig, deps: AuthenticatorDeps)
     });
   }
 
-  // The ring is loaded once per process, so a signature that verified stays verified.
-  const verifiedApiKeys = new LRUCache<string, ApiKeyClaims>({ max: VERIFIED_API_KEYS });
-
-  async function apiKey(presented: string, gate: VerifyGate): Promise<AuthOutcome> {
+  private async apiKey(presented: string, gate: VerifyGate): Promise<AuthOutcome> {
+    const apiKeys = this.apiKeys;
     if (apiKeys === undefined) return judged(gate, refuse('API keys are not accepted'));
     const id = digest('sha256', presented, 'base64url');
-    const claims = verifiedApiKeys.get(id);
-    if (claims !== undefined) return unlessRevoked(apiKeys.store, claims);
-    return once(id, gate, () => {
+    const claims = this.verifiedApiKeys.get(id);
+    if (claims !== undefined) return this.unlessRevoked(apiKeys.store, claims);
+    return this.once(id, gate, () => {
       const check = verifyApiKey(apiKeys.ring, presented);
       if (!check.ok) return Promise.resolve(refuse(check.reason));
-      verifiedApiKeys.set(id, check.claims);
-      return unlessRevoked(apiKeys.store, check.claims);
+      this.verifiedApiKeys.set(id, check.claims);
+      return this.unlessRevoked(apiKeys.store, check.claims);
     });
   }
 
-  async function unlessRevoked(store: ApiKeyStore, claims: ApiKeyClaims): Promise<AuthOutcome> {
+  private async unlessRevoked(store: ApiKeyStore, claims: ApiKeyClaims): Promise<AuthOutcome> {
     let revoked: boolean;
     try {
       revoked = await store.isRevoked(claims.id);
     } catch (error) {
       // Fail closed: a revoked key must not slip through while the store is down.
-      deps.logger.error({ err: (error as Error).message }, 'API-key revocation store unavailable');
+      this.logger.error({ err: (error as Error).message }, 'API-key revocation store unavailable');
       return { ok: false, problem: keysUnavailable(), reason: 'revocation store unavailable' };
     }
     if (revoked) return refuse('API key revoked');
@@ -234,43 +278,24 @@ export function createAuthenticator(config: AuthConfig, deps: AuthenticatorDeps)
     return { ok: true, principal, cacheHit: false };
   }
 
-  return {
-    knownBearer(headers, url) {
-      const authorization = headers.authorization;
-      // Anything unusual (a query, which may carry a credential; another spelling) takes the
-      // full path. A token found here is byte for byte one that passed it before.
-      if (authorization === undefined || url.includes('?') || !BEARER_PREFIX.test(authorization))
-        return undefined;
-      return verifier.known(authorization.slice(BEARER_LENGTH));
-    },
-
-    async authenticate(headers, url, gate = admitAll) {
-      const leaked = credentialParameter(url);
-      if (leaked !== undefined)
-        return { ok: false, problem: credentialInUrl(leaked), reason: 'credential in URL' };
-
-      const authorization = headers.authorization;
-      if (authorization === undefined || authorization.trim() === '') {
-        return { ok: false, problem: unauthenticated(), reason: 'no credentials' };
+  /** Counts and judges one credential once, however many requests carry it at the same time. */
+  private async once(id: string, gate: VerifyGate, judge: () => Promise<AuthOutcome>): Promise<AuthOutcome> {
+    const running = this.verifying.get(id);
+    if (running !== undefined) {
+      try {
+        return await running;
+      } catch {
+        // Refused at its own gate (its address is over the limit): this one passes its own.
       }
-      const match = AUTHORIZATION.exec(authorization.trim());
-      if (match === null) return judged(gate, refuse('malformed Authorization header'));
-      const [, scheme, credential] = match as unknown as [string, string, string];
-      switch (scheme.toLowerCase()) {
-        case 'bearer':
-          return bearer(credential, gate);
-        case 'apikey':
-          return apiKey(credential, gate);
-        default:
-          return judged(gate, refuse('unsupported authorization scheme'));
-      }
-    },
-    ready: () => keys.ready(),
-    close() {
-      keys.close();
-      apiKeys?.store.close();
-    },
-  };
+    }
+    const judging = gate().then(judge);
+    this.verifying.set(id, judging);
+    try {
+      return await judging;
+    } finally {
+      if (this.verifying.get(id) === judging) this.verifying.delete(id);
+    }
+  }
 }
 
 /** A refusal that needed no verifying still passes the gate: it is a guess like any other. */
