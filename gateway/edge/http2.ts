@@ -4,7 +4,7 @@
  * look like the HTTP/1.1 message it becomes upstream, and bounds what one connection may cost.
  *
  * What nghttp2 already refuses with RST_STREAM PROTOCOL_ERROR before any of our code runs
- * (each tested in test/gateway/http2.test.ts): connection-specific fields (`connection`,
+ * (each tested in test/gateway/edge/http2.test.ts): connection-specific fields (`connection`,
  * `keep-alive`, `proxy-connection`, `transfer-encoding`, `upgrade`), `te` other than
  * `trailers`, upper-case field names, missing, duplicated, unknown or misplaced pseudo-headers,
  * a `:path` that is empty or not absolute, a body longer or shorter than its Content-Length.
@@ -261,7 +261,7 @@ function closeGracefully(session: Http2Session): void {
  * closes its side, which it does once it has read every answer, or LINGER_MS. Without it,
  * undici handles the end of the socket before it has delivered the last answers' bodies and
  * fails them "other side closed": up to one request per hundred connection switches under
- * concurrent load (test/gateway/http2-rotation.test.ts). Go's HTTP/2 server waits for the
+ * concurrent load (test/gateway/edge/http2-rotation.test.ts). Go's HTTP/2 server waits for the
  * client after its GOAWAY in the same way.
  */
 export function lingerBeforeEnd(socket: TLSSocket): void {
@@ -300,8 +300,9 @@ export function http2BodyFollows(req: IncomingMessage): boolean {
  * the upload ends as the client meant it to and its stream closes. Past that (or a declared
  * length past it), RST_STREAM NO_ERROR asks the client to stop (RFC 9113 §8.1). Not the reset
  * alone for every early answer: a client still writing its request when it comes (node:http2's
- * own, as measured in test/gateway/hostile-upstream-early-answer.test.ts) does not stop at
- * RST_STREAM NO_ERROR, and its upload then waits on a flow-control window that never opens.
+ * own, as measured in test/gateway/upstream/hostile-upstream-early-answer.test.ts) does not
+ * stop at RST_STREAM NO_ERROR, and its upload then waits on a flow-control window that never
+ * opens.
  */
 export function drainAfterAnswer(req: Http2ServerRequest, maxBodyBytes: number): void {
   const { stream } = req;
