@@ -25,7 +25,7 @@ import { createMetrics, type GatewayMetrics } from './observability/metrics.ts';
 import { createOtlpExporter, registerExportMetrics } from './observability/otlp-exporter.ts';
 import { createRequestAccounting } from './observability/request-accounting.ts';
 import { compose } from './pipeline/compose.ts';
-import { createRequestHandler, type RequestHandler } from './pipeline/request-handler.ts';
+import { createRequestHandler, type RequestHandler } from './edge/request-handler.ts';
 import { createRateLimiter, type RateLimiter } from './rate-limit/limiter.ts';
 import { createStoreFailureLog } from './rate-limit/store-failure-log.ts';
 import { createStages, type StageOverrides } from './stages.ts';

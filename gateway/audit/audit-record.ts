@@ -14,8 +14,8 @@
  * were lost, how many and over which period, and why, where the chain resumes.
  */
 import { hash } from 'node:crypto';
-import { isoTime } from '../observability/iso-time.ts';
-import { escapeControls } from '../observability/escape-controls.ts';
+import { isoTime } from '../foundation/iso-time.ts';
+import { escapeControls } from '../foundation/escape-controls.ts';
 
 /** What the gateway knows about a finished request. Only these fields are ever written. */
 export interface AuditEntry {

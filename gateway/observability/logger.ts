@@ -4,8 +4,8 @@
  */
 import { pino, type Logger } from 'pino';
 import { createLogDestination, type LogDestination } from '../../shared/log-destination.ts';
-import { pinoIsoTime } from './iso-time.ts';
-import { escapeControls } from './escape-controls.ts';
+import { pinoIsoTime } from '../foundation/iso-time.ts';
+import { escapeControls } from '../foundation/escape-controls.ts';
 
 const BASE = { service: 'portico-gateway' };
 

@@ -24,7 +24,7 @@ import {
   type GatewayResponse,
   type Stage,
 } from '../pipeline/context.ts';
-import { mergeVary } from '../pipeline/vary.ts';
+import { mergeVary } from '../foundation/vary.ts';
 
 /** Undefined when compression is off: the stage is then left out of the pipeline. */
 export function createCompressStage(config: CompressionConfig): Stage | undefined {

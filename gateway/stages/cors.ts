@@ -21,7 +21,7 @@ import { HttpProblem } from '../../shared/errors.ts';
 import { compileCors, type CorsPolicy } from '../cors/policy.ts';
 import { problemResponse } from '../pipeline/problem-response.ts';
 import type { GatewayContext, GatewayResponse, Stage } from '../pipeline/context.ts';
-import { mergeVary } from '../pipeline/vary.ts';
+import { mergeVary } from '../foundation/vary.ts';
 import { rateLimitFields, rateLimitProblem, storeUnavailableProblem } from '../rate-limit/headers.ts';
 import type { RateLimiter } from '../rate-limit/limiter.ts';
 import type { RouteDefinition } from './route-schema.ts';

@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { Type, type Static } from '@sinclair/typebox';
 import { isWellFormedRequestId } from '../../shared/request-id.ts';
+import { REQUEST_ID_HEADER } from '../foundation/header-names.ts';
 import type { Stage } from '../pipeline/context.ts';
 
 export const RequestIdConfigSchema = Type.Object(
@@ -18,8 +19,6 @@ export const RequestIdConfigSchema = Type.Object(
   { additionalProperties: false, default: {}, description: 'Request id stage.' },
 );
 export type RequestIdConfig = Static<typeof RequestIdConfigSchema>;
-
-export const REQUEST_ID_HEADER = 'x-request-id';
 
 export function createRequestIdStage(config: RequestIdConfig): Stage {
   return async function requestId(ctx, next) {

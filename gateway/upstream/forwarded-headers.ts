@@ -4,10 +4,10 @@
  * unless a trusted load balancer sent them.
  */
 import { IDENTITY_HEADER } from '../../shared/identity-assertion.ts';
+import { REQUEST_ID_HEADER } from '../foundation/header-names.ts';
 import { peerAddress, trustsPeer, type TrustProxy } from '../edge/client-ip.ts';
 import { hopByHopNames } from '../edge/http-hygiene.ts';
 import type { GatewayContext } from '../pipeline/context.ts';
-import { REQUEST_ID_HEADER } from '../stages/request-id.ts';
 
 /** Never forwarded from the client: identity and forwarding facts are ours to state. */
 const CLIENT_FORWARDING = new Set(['forwarded', 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host']);

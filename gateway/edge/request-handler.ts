@@ -6,10 +6,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { HttpProblem, sendProblem } from '../../shared/errors.ts';
-import { cutResponse, writeResponse } from '../edge/respond.ts';
+import { cutResponse, writeResponse } from './respond.ts';
 import type { RequestAccounting } from '../observability/request-accounting.ts';
-import { ClientSignal } from './client-signal.ts';
-import { ClientGoneError, createContext, type GatewayContext } from './context.ts';
+import { ClientSignal } from '../pipeline/client-signal.ts';
+import { ClientGoneError, createContext, type GatewayContext } from '../pipeline/context.ts';
 
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
