@@ -18,7 +18,7 @@ import { upstreamHealth } from './admin/upstream-health.ts';
 import { createAdminServer } from './admin/server.ts';
 import type { AuditEntry } from './audit/audit-record.ts';
 import { buildGateway, type BuildDeps, type BuildOptions } from './build.ts';
-import { handlePurge } from './cache/admin-purge.ts';
+import { handlePurge } from './admin/cache-purge.ts';
 import type { GatewayConfig } from './config/load.ts';
 import { createHttpsListener, createRedirectListener, hstsValue } from './edge/listener.ts';
 import { NOSNIFF, type Refusal } from './edge/raw-refusal.ts';

@@ -3,11 +3,11 @@
  * for it, a fill on its way upstream, and the decision to store what came back.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Directives } from './directives.ts';
-import type { StoredResponse } from './entry-store.ts';
-import type { Caller } from './partition.ts';
-import type { PolicyRequest } from './policy.ts';
-import type { ResponseSemantics } from './response-semantics.ts';
+import type { Directives } from './rules/directives.ts';
+import type { StoredResponse } from './store/entry-store.ts';
+import type { Caller } from './rules/partition.ts';
+import type { PolicyRequest } from './rules/policy.ts';
+import type { ResponseSemantics } from './rules/response-semantics.ts';
 
 /** One request, as the cache reads it. */
 export interface CacheRequest {

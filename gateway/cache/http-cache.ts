@@ -11,24 +11,24 @@ import type { Principal } from '../../shared/principal.ts';
 import type { CacheStats, Outcome } from './cache-stats.ts';
 import type { CacheRequest, Fill, ReceivedResponse, Selection, StoreDecision } from './cache-types.ts';
 import type { CacheConfig } from '../config/schema/cache.ts';
-import { parseCacheControl, type Directives } from './directives.ts';
+import { parseCacheControl, type Directives } from './rules/directives.ts';
 import {
   createEntryStore,
   entryKey,
   primaryKey,
   type EntryStore,
   type StoredResponse,
-} from './entry-store.ts';
-import { createInvalidationBus, type InvalidationBus } from './invalidation-bus.ts';
-import { createPartialStore, type Piece } from './partial-store.ts';
-import { callerOf, lookupPartitions, storePartition, type Caller } from './partition.ts';
-import { createPolicyFactory, requestView, type PolicyFactory, type PolicyRequest } from './policy.ts';
-import { readSemantics, type ResponseSemantics } from './response-semantics.ts';
-import { storability } from './storability.ts';
-import { storedHeaders, validatorView, varyValue } from './stored-fields.ts';
-import { headMatches, updateStored } from './stored-update.ts';
+} from './store/entry-store.ts';
+import { createInvalidationBus, type InvalidationBus } from './bus/invalidation-bus.ts';
+import { createPartialStore, type Piece } from './store/partial-store.ts';
+import { callerOf, lookupPartitions, storePartition, type Caller } from './rules/partition.ts';
+import { createPolicyFactory, requestView, type PolicyFactory, type PolicyRequest } from './rules/policy.ts';
+import { readSemantics, type ResponseSemantics } from './rules/response-semantics.ts';
+import { storability } from './rules/storability.ts';
+import { storedHeaders, validatorView, varyValue } from './store/stored-fields.ts';
+import { headMatches, updateStored } from './store/stored-update.ts';
 
-export type { StoredResponse } from './entry-store.ts';
+export type { StoredResponse } from './store/entry-store.ts';
 export type { CacheStats, Outcome } from './cache-stats.ts';
 export type { CacheRequest, Fill, ReceivedResponse, Selection, StoreDecision } from './cache-types.ts';
 

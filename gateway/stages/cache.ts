@@ -8,14 +8,19 @@
 import { HttpProblem } from '../../shared/errors.ts';
 import type { GatewayContext, GatewayResponse, Next, Stage } from '../pipeline/context.ts';
 import type { Forward } from '../upstream/forward.ts';
-import { ownCopy, teeBody } from '../cache/body-tee.ts';
-import { appendCacheStatus, formatCacheStatus, type CacheStatus } from '../cache/cache-status.ts';
+import { ownCopy, teeBody } from '../cache/flight/body-tee.ts';
+import { appendCacheStatus, formatCacheStatus, type CacheStatus } from '../cache/answer/cache-status.ts';
 import type { CacheRequest, Fill, HttpCache, Outcome, StoredResponse } from '../cache/http-cache.ts';
-import { createCollapseMiss } from '../cache/collapse.ts';
-import { SAFE_METHODS, invalidationTargets } from '../cache/invalidation-targets.ts';
-import { keepPiece } from '../cache/range-pieces.ts';
-import { discard, revalidateInBackground, setValidators, validatorsOf } from '../cache/revalidation.ts';
-import { storedAnswer } from '../cache/stored-answer.ts';
+import { createCollapseMiss } from '../cache/flight/collapse.ts';
+import { SAFE_METHODS, invalidationTargets } from '../cache/rules/invalidation-targets.ts';
+import { keepPiece } from '../cache/flight/range-pieces.ts';
+import {
+  discard,
+  revalidateInBackground,
+  setValidators,
+  validatorsOf,
+} from '../cache/flight/revalidation.ts';
+import { storedAnswer } from '../cache/answer/stored-answer.ts';
 
 /** A stored response being revalidated, and why. */
 interface Revalidation {

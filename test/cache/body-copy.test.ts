@@ -6,7 +6,7 @@
 import { Readable } from 'node:stream';
 import { text } from 'node:stream/consumers';
 import { describe, expect, it } from 'vitest';
-import { readBody, teeBody } from '../../gateway/cache/body-tee.ts';
+import { readBody, teeBody } from '../../gateway/cache/flight/body-tee.ts';
 
 const chunks = () => [Buffer.from('{"id":"o1",'), Buffer.from('"status":"pending"}')];
 

@@ -3,10 +3,10 @@
  * (RFC 9213, a Structured Fields dictionary), HTTP-dates, conditionals and invalidation targets.
  */
 import { describe, expect, it } from 'vitest';
-import { notModified } from '../../gateway/cache/conditional.ts';
-import { deltaSeconds, parseCacheControl, parseTargeted } from '../../gateway/cache/directives.ts';
+import { notModified } from '../../gateway/cache/answer/conditional.ts';
+import { deltaSeconds, parseCacheControl, parseTargeted } from '../../gateway/cache/rules/directives.ts';
 import { parseHttpDate } from '../../gateway/foundation/http-date.ts';
-import { invalidationTargets } from '../../gateway/cache/invalidation-targets.ts';
+import { invalidationTargets } from '../../gateway/cache/rules/invalidation-targets.ts';
 
 describe('Cache-Control', () => {
   it('reads names case-insensitively, quoted arguments whole, and the first of duplicates', () => {

@@ -3,7 +3,7 @@
  * another validator, and its bounds against many tiny pieces.
  */
 import { describe, expect, it } from 'vitest';
-import { createPartialStore } from '../../gateway/cache/partial-store.ts';
+import { createPartialStore } from '../../gateway/cache/store/partial-store.ts';
 
 const piece = (first: number, text: string, etag = '"a"', total = 10) => ({
   etag,

@@ -7,7 +7,7 @@ import { Registry } from 'prom-client';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createAdminGuard } from '../../gateway/admin/purge-guard.ts';
-import { handlePurge } from '../../gateway/cache/admin-purge.ts';
+import { handlePurge } from '../../gateway/admin/cache-purge.ts';
 import { registerCacheMetrics } from '../../gateway/cache/metrics.ts';
 import { createClock, startCacheGateway, type CacheGateway, type Clock } from './support/cache-gateway.ts';
 import { startOrigin, type OriginHandler, type TestOrigin } from './support/origin.ts';

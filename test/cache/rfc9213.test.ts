@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CacheConfig } from '../../gateway/config/schema/cache.ts';
-import { parseTargeted } from '../../gateway/cache/directives.ts';
+import { parseTargeted } from '../../gateway/cache/rules/directives.ts';
 import { createClock, startCacheGateway, type CacheGateway, type Clock } from './support/cache-gateway.ts';
 import { startOrigin, type TestOrigin } from './support/origin.ts';
 

@@ -9,7 +9,7 @@ import { performance } from 'node:perf_hooks';
 import type { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
-import { createInvalidationBus } from '../../gateway/cache/invalidation-bus.ts';
+import { createInvalidationBus } from '../../gateway/cache/bus/invalidation-bus.ts';
 import { createRedisClient, createSubscriber, waitForRedis } from '../../shared/redis.ts';
 import { startCacheGateway, type CacheGateway } from '../cache/support/cache-gateway.ts';
 import { startOrigin, type TestOrigin } from '../cache/support/origin.ts';

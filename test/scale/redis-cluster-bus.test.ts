@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createInvalidationBus, type InvalidationMessage } from '../../gateway/cache/invalidation-bus.ts';
+import { createInvalidationBus, type InvalidationMessage } from '../../gateway/cache/bus/invalidation-bus.ts';
 import {
   createRedisConnection,
   createSubscriber,

@@ -21,11 +21,11 @@
  */
 import type { Readable } from 'node:stream';
 import { LRUCache } from 'lru-cache';
-import { hasRequestBody } from '../edge/request-body.ts';
-import { ClientGoneError, type GatewayContext } from '../pipeline/context.ts';
-import { DEFAULT_COLLAPSE } from '../config/schema/cache.ts';
-import type { CacheRequest, HttpCache, StoredResponse } from './http-cache.ts';
-import { SHARED_PARTITION } from './partition.ts';
+import { hasRequestBody } from '../../edge/request-body.ts';
+import { ClientGoneError, type GatewayContext } from '../../pipeline/context.ts';
+import { DEFAULT_COLLAPSE } from '../../config/schema/cache.ts';
+import type { CacheRequest, HttpCache, StoredResponse } from '../http-cache.ts';
+import { SHARED_PARTITION } from '../rules/partition.ts';
 
 /** How long a key whose answer served no waiter goes upstream without waiting. */
 const PASS_MS = 30_000;

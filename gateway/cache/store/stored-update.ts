@@ -6,12 +6,12 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { StoredResponse } from './entry-store.ts';
-import { formatHttpDate } from '../foundation/http-date.ts';
-import type { PolicyFactory, PolicyRequest } from './policy.ts';
-import { readSemantics } from './response-semantics.ts';
-import { storability } from './storability.ts';
+import { formatHttpDate } from '../../foundation/http-date.ts';
+import type { PolicyFactory, PolicyRequest } from '../rules/policy.ts';
+import { readSemantics } from '../rules/response-semantics.ts';
+import { storability } from '../rules/storability.ts';
 import { NOT_UPDATED } from './stored-fields.ts';
-import { firstValue } from './directives.ts';
+import { firstValue } from '../rules/directives.ts';
 
 /** What an update needs from its cache. */
 export interface UpdateDeps {

@@ -9,8 +9,8 @@
  * with the budget, a flood fills only its own owner's share.
  */
 import { LRUCache } from 'lru-cache';
-import type { Policy } from './policy.ts';
-import type { ResponseSemantics } from './response-semantics.ts';
+import type { Policy } from '../rules/policy.ts';
+import type { ResponseSemantics } from '../rules/response-semantics.ts';
 
 /** One stored response with what reusing it needs. */
 export interface StoredResponse {

@@ -14,7 +14,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import { isAdmin, type Principal } from '../../shared/principal.ts';
+import { isAdmin, type Principal } from '../../../shared/principal.ts';
 import type { ResponseSemantics } from './response-semantics.ts';
 
 /** The partition every caller may read. */

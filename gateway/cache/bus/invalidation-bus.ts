@@ -24,7 +24,7 @@
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { watchLiveness } from './bus-liveness.ts';
-import type { RedisClient, SubscriberConnection } from '../../shared/redis.ts';
+import type { RedisClient, SubscriberConnection } from '../../../shared/redis.ts';
 import type { Logger } from 'pino';
 
 /** What one replica tells the others to drop: paths, or everything under a prefix. */

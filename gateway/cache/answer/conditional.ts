@@ -4,8 +4,8 @@
  * Last-Modified, or Date, of the stored response.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { firstValue, joinField } from './directives.ts';
-import { parseHttpDate } from '../foundation/http-date.ts';
+import { firstValue, joinField } from '../rules/directives.ts';
+import { parseHttpDate } from '../../foundation/http-date.ts';
 
 /** The stored response fields a conditional request is compared with. */
 export interface Validators {

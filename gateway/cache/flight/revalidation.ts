@@ -4,12 +4,12 @@
  * the client's answer is out (RFC 5861 section 3).
  */
 import type { Readable } from 'node:stream';
-import type { GatewayContext, GatewayResponse } from '../pipeline/context.ts';
-import type { UpstreamHeaders } from '../pipeline/upstream-headers.ts';
-import type { Forward } from '../upstream/forward.ts';
-import { hasRequestBody } from '../edge/request-body.ts';
+import type { GatewayContext, GatewayResponse } from '../../pipeline/context.ts';
+import type { UpstreamHeaders } from '../../pipeline/upstream-headers.ts';
+import type { Forward } from '../../upstream/forward.ts';
+import { hasRequestBody } from '../../edge/request-body.ts';
 import { readBody } from './body-tee.ts';
-import type { CacheRequest, Fill, HttpCache, StoredResponse } from './http-cache.ts';
+import type { CacheRequest, Fill, HttpCache, StoredResponse } from '../http-cache.ts';
 
 /**
  * stale-while-revalidate (RFC 5861 section 3): the stale answer goes out now; the

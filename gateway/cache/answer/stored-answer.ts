@@ -4,10 +4,10 @@
  * conditions match (RFC 9111 section 4.3.2), or the ranges a GET asks for (ranges.ts).
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { bufferedResponse, type GatewayResponse } from '../pipeline/context.ts';
+import { bufferedResponse, type GatewayResponse } from '../../pipeline/context.ts';
 import { appendCacheStatus, formatCacheStatus, type CacheStatus } from './cache-status.ts';
 import { notModified } from './conditional.ts';
-import type { StoredResponse } from './entry-store.ts';
+import type { StoredResponse } from '../store/entry-store.ts';
 import { ifRangeHolds, partialContent, rangeNotSatisfiable, readRange } from './ranges.ts';
 
 /** RFC 9110 section 15.4.5: what a 304 carries, plus the validators that guide caches. */

@@ -5,10 +5,10 @@
  * stored 200 once they cover every byte (http-cache.ts, partial-store.ts); the client gets its
  * 206 as it streams, whatever happens to the copy.
  */
-import type { GatewayResponse } from '../pipeline/context.ts';
+import type { GatewayResponse } from '../../pipeline/context.ts';
 import { ownCopy, teeBody } from './body-tee.ts';
-import type { CacheRequest, Fill, HttpCache } from './http-cache.ts';
-import { firstValue } from './directives.ts';
+import type { CacheRequest, Fill, HttpCache } from '../http-cache.ts';
+import { firstValue } from '../rules/directives.ts';
 
 const CONTENT_RANGE = /^bytes ([0-9]{1,15})-([0-9]{1,15})\/([0-9]{1,15})$/;
 

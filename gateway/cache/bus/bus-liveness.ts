@@ -5,7 +5,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
-import type { SubscriberConnection } from '../../shared/redis.ts';
+import type { SubscriberConnection } from '../../../shared/redis.ts';
 
 /** How often the subscribed connection is asked to prove it is caught up. */
 export const PING_INTERVAL_MS = 250;

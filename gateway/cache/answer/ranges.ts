@@ -11,9 +11,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import { HttpProblem } from '../../shared/errors.ts';
-import { parseHttpDate } from '../foundation/http-date.ts';
-import { firstValue } from './directives.ts';
+import { HttpProblem } from '../../../shared/errors.ts';
+import { parseHttpDate } from '../../foundation/http-date.ts';
+import { firstValue } from '../rules/directives.ts';
 
 /** One byte range, first and last position inclusive (14.1.2). */
 export interface ByteRange {

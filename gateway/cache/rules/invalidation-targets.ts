@@ -4,8 +4,8 @@
  * invalidated, to avoid denial of service), and the service's `Portico-Invalidates` paths,
  * each in its canonical spelling.
  */
-import { canonicalPath } from '../../shared/canonical-path.ts';
-import { CACHE_INVALIDATES, parseInvalidates } from '../../shared/cache-headers.ts';
+import { canonicalPath } from '../../../shared/canonical-path.ts';
+import { CACHE_INVALIDATES, parseInvalidates } from '../../../shared/cache-headers.ts';
 import { joinField } from './directives.ts';
 
 /** Paths (no query) to invalidate after a successful unsafe request. */

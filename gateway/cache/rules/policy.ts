@@ -25,7 +25,7 @@
 import CachePolicy from 'http-cache-semantics';
 import type { IncomingHttpHeaders } from 'node:http';
 import { deltaSeconds, firstValue, joinField, parseCacheControl } from './directives.ts';
-import { formatHttpDate, parseHttpDate } from '../foundation/http-date.ts';
+import { formatHttpDate, parseHttpDate } from '../../foundation/http-date.ts';
 import type { Headers, ResponseSemantics } from './response-semantics.ts';
 
 /** An http-cache-semantics policy running on our clock. */
