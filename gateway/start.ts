@@ -84,7 +84,7 @@ export async function startGateway(
     const adminToken = deps.adminToken ?? loadAdminToken(deps.env ?? process.env, deps.dataDir);
     if (adminToken === undefined)
       log.warn('no admin token (PORTICO_ADMIN_TOKEN): the cache purge is refused');
-    const adminGuard = createAdminGuard(adminToken, adminHost);
+    const adminGuard = createAdminGuard(adminToken, adminHost, config.admin.allowedHosts);
     const admin = createAdminServer(config.admin, {
       metrics: built.metrics,
       ...(deps.metricsText === undefined ? {} : { metricsText: deps.metricsText }),
@@ -102,8 +102,8 @@ export async function startGateway(
           cache: built.cache,
           upstreamHealth: upstreamHealth(built.upstreams),
         }),
-        guard: (req) => checkHost(req, adminHost),
       },
+      hostGuard: (req) => checkHost(req, adminHost, config.admin.allowedHosts),
     });
     const adminAddress = await listen(admin, deps.adminPort, adminHost);
     lifecycle.defer('admin listener', () => closeServer(admin));

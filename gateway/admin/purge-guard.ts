@@ -50,10 +50,17 @@ const BEARER = /^Bearer ([\x21-\x7e]+)$/;
  * `listenerHost` is the address the admin listener is bound to: besides loopback names, a Host
  * naming it, or the address the connection arrived on, is its own; any other name is foreign.
  */
-export function createAdminGuard(token: string | undefined, listenerHost: string): AdminGuard {
+export function createAdminGuard(
+  token: string | undefined,
+  listenerHost: string,
+  allowedHosts: readonly string[] = [],
+): AdminGuard {
   const digest = token === undefined ? undefined : hash('sha256', token, 'buffer');
   return (req) =>
-    checkHost(req, listenerHost) ?? checkOrigin(req) ?? checkCredential(req, digest) ?? checkJson(req);
+    checkHost(req, listenerHost, allowedHosts) ??
+    checkOrigin(req) ??
+    checkCredential(req, digest) ??
+    checkJson(req);
 }
 
 /** Host name and port of a Host header (`[v6]:port`, `name:port`, `name`), lower-cased. */
@@ -64,19 +71,40 @@ function splitHost(value: string): { name: string; port?: string } | undefined {
 }
 
 /**
- * Refuses a Host that names another server: what a DNS-rebinding page sends. The dashboard
- * uses it too, so that such a page cannot read it either.
+ * Refuses a Host that names another server: what a DNS-rebinding page sends. The dashboard,
+ * /readyz and /metrics use it too, so that such a page cannot read them either.
+ *
+ * Its own names: loopback names, the address it is bound to or the connection arrived on
+ * (on its own port, or none); and `allowedHosts` (`admin.allowedHosts`), each `name` on any
+ * port or `name:port` on that one, for a scraper that names the gateway by DNS.
  */
-export function checkHost(req: IncomingMessage, listenerHost: string): HttpProblem | undefined {
+export function checkHost(
+  req: IncomingMessage,
+  listenerHost: string,
+  allowedHosts: readonly string[] = [],
+): HttpProblem | undefined {
   const host = splitHost(req.headers.host ?? '');
   const local = unmappedAddress(req.socket.localAddress ?? '');
   const own =
     host !== undefined &&
-    (LOOPBACK_NAMES.has(host.name) ||
+    (((LOOPBACK_NAMES.has(host.name) ||
       host.name === local ||
       (!WILDCARDS.has(listenerHost) && host.name === listenerHost.toLowerCase())) &&
-    (host.port === undefined || host.port === String(req.socket.localPort));
-  return own ? undefined : new HttpProblem('ERR_FORBIDDEN', 'Host does not name this admin listener');
+      (host.port === undefined || host.port === String(req.socket.localPort))) ||
+      allowedHosts.some((entry) => allows(entry, host)));
+  return own
+    ? undefined
+    : new HttpProblem(
+        'ERR_FORBIDDEN',
+        'Host does not name this admin listener: use a loopback name or its address, or list the name in admin.allowedHosts',
+      );
+}
+
+/** `name` allows that name on any port; `name:port` on that port only. */
+function allows(entry: string, host: { name: string; port?: string }): boolean {
+  const allowed = splitHost(entry);
+  if (allowed === undefined || allowed.name !== host.name) return false;
+  return allowed.port === undefined || allowed.port === host.port;
 }
 
 /** A browser states the page's origin; only the admin listener's own is accepted. */

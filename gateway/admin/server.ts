@@ -23,6 +23,14 @@ export const AdminConfigSchema = Type.Object(
       default: 1000,
       description: 'Time each readiness check (upstream connect, later Redis and JWKS) may take.',
     }),
+    allowedHosts: Type.Array(
+      Type.String({ pattern: '^(\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?$' }),
+      {
+        default: [],
+        description:
+          'Host names (`name`, any port; `name:port`, that port) the admin listener answers /readyz, /metrics and the dashboard to, besides loopback names and its own address: the name Prometheus scrapes it by. Any other Host gets 403 (a DNS-rebinding page would read them). /healthz answers every Host.',
+      },
+    ),
     stageTiming: Type.Boolean({
       default: true,
       description:
@@ -49,15 +57,19 @@ export interface AdminDeps {
   draining: () => boolean;
   log: Logger;
   /**
-   * The operators' dashboard: its page and assets, and the snapshot it polls; `guard` refuses
-   * a request for any of them (a Host naming another server: DNS rebinding).
+   * Refuses a read that says more than "alive" (/readyz, /metrics, the dashboard) to a Host
+   * naming another server: what a DNS-rebinding page sends (purge-guard.ts checkHost).
    */
+  hostGuard?: (req: IncomingMessage) => HttpProblem | undefined;
+  /** The operators' dashboard: its page and assets, and the snapshot it polls. */
   dashboard?: {
     assets: DashboardAssets;
     data: Dashboard;
-    guard?: (req: IncomingMessage) => HttpProblem | undefined;
   };
 }
+
+/** Answered to any Host: liveness probes name the gateway however they reach it. */
+const OPEN_TO_ANY_HOST = new Set(['/healthz']);
 
 const DASHBOARD_JSON = '/dashboard.json';
 
@@ -89,7 +101,7 @@ export function createAdminServer(config: AdminConfig, deps: AdminDeps): Server 
       );
       return;
     }
-    const refused = asset !== undefined || path === DASHBOARD_JSON ? deps.dashboard?.guard?.(req) : undefined;
+    const refused = OPEN_TO_ANY_HOST.has(path) ? undefined : deps.hostGuard?.(req);
     if (refused !== undefined) sendProblem(res, refused, path);
     else if (asset !== undefined) sendAsset(req, res, asset);
     else answer?.(send, req, res);
