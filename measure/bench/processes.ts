@@ -231,7 +231,7 @@ async function startPeer(
   const port = await freePort();
   const url = `https://127.0.0.1:${port}`;
   const peer = startNode(
-    [join(ROOT, 'scripts/bench/http-proxy-peer.ts'), upstream, String(port), files.certFile, files.keyFile],
+    [join(ROOT, 'measure/bench/http-proxy-peer.ts'), upstream, String(port), files.certFile, files.keyFile],
     { cpu: placement.measured, logFile: join(dir, `${name}.stderr`) },
   );
   const tls = new Agent({ connect: { ca: files.cert } });
@@ -279,7 +279,7 @@ async function startLadder(
         [
           ...gatewayNodeArgs(),
           ...shippedGateway(ROOT).flags,
-          join(ROOT, 'scripts/bench/ladder-gateway.ts'),
+          join(ROOT, 'measure/bench/ladder-gateway.ts'),
           JSON.stringify(options),
         ],
         { cpu: placement.measured, logFile: join(dir, `ladder${index}.stderr`) },
@@ -377,7 +377,7 @@ async function startStaticUpstream(
   tlsFiles: string[],
 ): Promise<string> {
   const port = await freePort();
-  const child = startNode([join(ROOT, 'scripts/bench/static-upstream.ts'), String(port), ...tlsFiles], {
+  const child = startNode([join(ROOT, 'measure/bench/static-upstream.ts'), String(port), ...tlsFiles], {
     cpu: placement.others,
     logFile: join(dir, `${name}.stderr`),
   });

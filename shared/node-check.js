@@ -1,5 +1,5 @@
 // The Node.js check that runs before anything of Portico: preloaded by every npm script that
-// starts node (`node --import ./scripts/node-check.js ...`) and imported first by the process
+// starts node (`node --import ./shared/node-check.js ...`) and imported first by the process
 // entries, so that their built output checks too. Plain JavaScript with nothing newer than
 // Node 18 can parse: an older Node must reach the one line below, not fail on a `.ts` entry
 // (Node 20 cannot strip types) or deep in undici 8 (which needs 22.19) with a stack trace.

@@ -35,7 +35,7 @@ import { childLogNames, startProcesses, type Settings } from './bench/processes.
 import { printReport } from './bench/report.ts';
 import { defineRows } from './bench/rows.ts';
 import { createBenchStores, StoreMissing, type BenchStores } from './bench/stores.ts';
-import { answerHelp, usageError } from './cli-args.ts';
+import { answerHelp, usageError } from '../scripts/cli-args.ts';
 
 const USAGE = 'usage: npm run bench   (settings by environment: BENCH_ROUNDS, BENCH_ROWS, ...)';
 answerHelp(`${USAGE}

@@ -4,7 +4,7 @@
  * agent to the upstream (without one, http-proxy sends `Connection: close` and opens a
  * connection per request). No authentication, rate limit, cache, audit or request log.
  *
- *   node scripts/bench/http-proxy-peer.ts UPSTREAM_URL PORT CERT_FILE KEY_FILE
+ *   node measure/bench/http-proxy-peer.ts UPSTREAM_URL PORT CERT_FILE KEY_FILE
  */
 import { Agent, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer } from 'node:https';

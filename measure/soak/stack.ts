@@ -98,7 +98,7 @@ export async function startStack(stores: BenchStores, dir: string, logLevel: str
     gateway: join(dir, 'gateway-memory.json'),
     service: join(dir, 'service-memory.json'),
   };
-  const preload = ['--import', join(ROOT, 'scripts/soak/memory-report.ts')];
+  const preload = ['--import', join(ROOT, 'measure/soak/memory-report.ts')];
   writeFileSync(join(dir, 'gateway.json'), JSON.stringify(gatewayConfig(urls.service), null, 2));
 
   // Gateway and service share the data dir: its assertion keys and development issuer.

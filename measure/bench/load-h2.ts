@@ -1,9 +1,9 @@
 /**
  * The HTTP/2 load generator, for the rows autocannon cannot drive (it speaks HTTP/1.1 only).
- * Run by scripts/bench/measure.ts as a child process, like load.ts, with the same options and
+ * Run by measure/bench/measure.ts as a child process, like load.ts, with the same options and
  * the same one JSON line (LoadResult) on stdout:
  *
- *   node scripts/bench/load-h2.ts '{"url": "...", "connections": 32, "duration": 6, "headers": {...}}'
+ *   node measure/bench/load-h2.ts '{"url": "...", "connections": 32, "duration": 6, "headers": {...}}'
  *
  * `connections` is the number of requests in flight, as with autocannon's 32 connections of
  * one request each; here they are streams, 8 to a connection (a client multiplexes: a browser

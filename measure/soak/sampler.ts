@@ -3,7 +3,7 @@
  * open file descriptors from /proc (Linux), heap from what each process reports of itself,
  * and the Redis connections: the gateway's own, and the server's total.
  *
- * Heap: both processes run with scripts/soak/memory-report.ts preloaded, which writes heap
+ * Heap: both processes run with measure/soak/memory-report.ts preloaded, which writes heap
  * used just after the latest major collection (and heap total) to a file once a second; see
  * there why that, and not the gateway's instantaneous `nodejs_heap_size_used_bytes`.
  */

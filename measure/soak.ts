@@ -21,7 +21,7 @@ import { Redis } from 'ioredis';
 import type { Agent } from 'undici';
 import { killChildren } from './bench/children.ts';
 import { createBenchStores, StoreMissing, type BenchStores } from './bench/stores.ts';
-import { answerHelp } from './cli-args.ts';
+import { answerHelp } from '../scripts/cli-args.ts';
 import { createAgent, SoakClient } from './soak/client.ts';
 import { badCredentials, mintCustomers, type Customer } from './soak/fleet.ts';
 import {

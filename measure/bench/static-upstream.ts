@@ -3,7 +3,7 @@
  * prepared once, so that every rung of the ladder and the peer next to it relay exactly the
  * same bytes, and the upstream's own cost stays off the measured CPU.
  *
- *   node scripts/bench/static-upstream.ts PORT [CERT_FILE KEY_FILE CLIENT_CA_FILE]
+ *   node measure/bench/static-upstream.ts PORT [CERT_FILE KEY_FILE CLIENT_CA_FILE]
  *
  * With the three files it serves HTTPS and requires a client certificate from that CA, as the
  * resource service does by default: the ladder's rung that prices the internal mutual-TLS hop.

@@ -2,7 +2,7 @@
  * CPU cost of the rate-limit check per request, in this process: memory store and Redis
  * (REDIS_URL or 127.0.0.1:6379), one and two matching policies. Prints figures; asserts nothing.
  *
- *   node scripts/bench-rate-limit.ts [requests=20000]
+ *   node measure/bench-rate-limit.ts [requests=20000]
  */
 import { randomUUID } from 'node:crypto';
 import { createRedisClient, waitForRedis } from '../shared/redis.ts';

@@ -1,7 +1,7 @@
 /**
  * The cost ladder: gateways on one static upstream that add one stage at a time, so that the
  * difference between two rungs is the price of what the later one adds. Each rung is its own
- * process (scripts/bench/ladder-gateway.ts), built by buildGateway with the stages it does not
+ * process (measure/bench/ladder-gateway.ts), built by buildGateway with the stages it does not
  * have left out, so the code that runs is the product's own.
  */
 import type { StageName } from '../../gateway/stages.ts';

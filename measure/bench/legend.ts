@@ -29,13 +29,13 @@ export const LEGEND = `How to read it
                        its service column counts the first process only (about half the requests).
   gateway, cache hit   the same pipeline, answered from the cache (Portico-Cache-Control: max-age=30,
                        per customer) without an upstream call.
-  gateway, HTTP/2 cache hit the cache-hit row over HTTP/2 (ALPN h2), driven by scripts/bench/load-h2.ts
+  gateway, HTTP/2 cache hit the cache-hit row over HTTP/2 (ALPN h2), driven by measure/bench/load-h2.ts
                        (node:http2; autocannon speaks HTTP/1.1 only): the same 32 requests in flight as
                        4 connections of 8 streams each.
   gateway, 304 at edge the same, with If-None-Match of the current ETag: 304 from the fresh entry.
   http-proxy (peer)    http-proxy 1.18.1 behind node:https with the same certificate and a keep-alive
                        agent upstream: no auth, no limits, no cache, no audit, no request log.
-  ladder               one gateway process per rung (scripts/bench/ladder.ts), built by the product's
+  ladder               one gateway process per rung (measure/bench/ladder.ts), built by the product's
                        buildGateway with the later stages left out, all on one static upstream that
                        answers a fixed order-sized JSON body; "step" is the rung's median minus the
                        rung before, the price of what it adds. Rung 9 is rung 8 with the hop to the

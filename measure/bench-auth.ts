@@ -1,5 +1,5 @@
 /**
- * CPU cost of the authentication stage per request: `node scripts/bench-auth.ts [N]`.
+ * CPU cost of the authentication stage per request: `node measure/bench-auth.ts [N]`.
  * Measures authenticate() with process.cpuUsage (user + system) over N calls for an ES256
  * access token uncached (cache off), cached (one token, warm), and a signed API key
  * (in-memory revocation store). Prints CPU-µs per call.

@@ -1,8 +1,8 @@
 /**
- * The load generator, run by scripts/bench.ts as a child process so that its CPU never
+ * The load generator, run by measure/bench.ts as a child process so that its CPU never
  * counts against the process being measured:
  *
- *   node scripts/bench/load.ts '{"url": "...", "connections": 32, "duration": 6, "headers": {...}}'
+ *   node measure/bench/load.ts '{"url": "...", "connections": 32, "duration": 6, "headers": {...}}'
  *
  * Drives autocannon for a bounded duration and prints one JSON line (LoadResult).
  *
@@ -12,7 +12,7 @@
  * TLS: autocannon 9 passes `rejectUnauthorized: false` to tls.connect after the caller's
  * options (lib/httpClient.js), so a `ca` given here would be ignored. The bench therefore
  * checks the certificate itself, with the CA and hostname verified, right before each row
- * (see `verifyEndpoint` in scripts/bench.ts). The handshake and encryption the server does are
+ * (see `verifyEndpoint` in measure/bench.ts). The handshake and encryption the server does are
  * the same whether or not the client checks the chain.
  */
 import { createRequire } from 'node:module';
@@ -90,6 +90,6 @@ function run(options: LoadOptions): Promise<LoadResult> {
   });
 }
 
-// An entry point only: scripts/bench.ts imports nothing but types from here.
+// An entry point only: measure/bench.ts imports nothing but types from here.
 const options = JSON.parse(process.argv[2] ?? '{}') as LoadOptions;
 process.stdout.write(`${JSON.stringify(await run(options))}\n`);

@@ -49,7 +49,7 @@ async function probe(row: Row, tls: Agent): Promise<{ status: number; cacheStatu
 }
 
 async function runLoad(running: Running, options: LoadOptions, protocol?: 'h2'): Promise<LoadResult> {
-  const driver = protocol === 'h2' ? 'scripts/bench/load-h2.ts' : 'scripts/bench/load.ts';
+  const driver = protocol === 'h2' ? 'measure/bench/load-h2.ts' : 'measure/bench/load.ts';
   const child = startNode([join(ROOT, driver), JSON.stringify(options)], {
     cpu: running.placement.others,
     captureStdout: true,
