@@ -9,10 +9,14 @@ import '../shared/node-check.js';
 import cluster from 'node:cluster';
 import { installCrashGuard } from '../shared/crash-guard.ts';
 import { armExitDeadline } from '../shared/exit-deadline.ts';
+import { runCheck } from './check.ts';
 import { ConfigError, loadConfig } from './config/load.ts';
 import { createLogger } from './observability/logger.ts';
 import { runGateway } from './run.ts';
 import { reportListening, runPrimary, workerCount } from './workers.ts';
+
+// `--check [FILE]`: judge the config and the environment, start nothing (check.ts).
+if (process.argv[2] === '--check') process.exit(runCheck(process.argv.slice(3), process.env));
 
 const log = createLogger({ level: process.env['LOG_LEVEL'] ?? 'info' });
 /** What a stop may take beyond the drain deadline before the process exits regardless. */

@@ -2,7 +2,6 @@
  * One gateway as a process runs it, from the environment: config file, Redis, data dir,
  * certificate, audit log, live reload. Shared by `npm run gateway` (main.ts) and `npm start`.
  */
-import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { loadAssertionKeys } from '../shared/assertion-keys.ts';
 import { devPkiFiles, ensureDevPki } from '../shared/dev-pki.ts';
@@ -20,6 +19,7 @@ import { loadConfig, type GatewayConfig } from './config/load.ts';
 import { watchConfigFile } from './config/reload.ts';
 import { startGateway, type Gateway } from './start.ts';
 import { createWorkerMetrics, isWorker } from './workers.ts';
+import { readGatewayEnvironment } from './environment.ts';
 import { ensureDevCertificate } from './edge/tls.ts';
 import { describeTargets, routeTargets } from './upstream/route-upstreams-schema.ts';
 
@@ -35,20 +35,12 @@ export interface RunningGateway {
   stop(): Promise<void>;
 }
 
-function port(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
-  const value = env[name];
-  if (value === undefined || value === '') return fallback;
-  const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed < 0 || parsed > 65535) {
-    throw new Error(`${name} must be a port number (0-65535), got ${JSON.stringify(value)}`);
-  }
-  return parsed;
-}
-
 export async function runGateway(env: NodeJS.ProcessEnv, log: Logger): Promise<RunningGateway> {
   const { config, warnings } = loadConfig(env);
+  // Before anything opens: a bad variable is refused with every other one (environment.ts).
+  const settings = readGatewayEnvironment(env);
   for (const warning of warnings) log.warn(warning);
-  const dataDir = env['PORTICO_DATA_DIR'] || '.portico';
+  const { dataDir } = settings;
   const hasCertificate = config.listener.tls.certFile !== undefined;
   if (!hasCertificate)
     log.warn({ dataDir }, 'no certificate configured: using the self-signed development certificate');
@@ -63,13 +55,13 @@ export async function runGateway(env: NodeJS.ProcessEnv, log: Logger): Promise<R
     const workerMetrics = isWorker() ? createWorkerMetrics() : undefined;
     const gateway = await startGateway(config, {
       log,
-      port: port(env, 'GATEWAY_PORT', 8443),
-      adminPort: port(env, 'ADMIN_PORT', 9090),
+      port: settings.port,
+      adminPort: settings.adminPort,
       // 127.0.0.1 unless an operator opens it (a pod network scraped by Prometheus): it can purge.
-      adminHost: env['ADMIN_HOST'] || '127.0.0.1',
+      adminHost: settings.adminHost,
       processMetrics: true,
       dataDir,
-      auditLogPath: env['PORTICO_AUDIT_LOG'] || join(dataDir, 'audit.log'),
+      auditLogPath: settings.auditLogPath,
       env,
       ...(redis === undefined ? {} : { redis }),
       assertionKeys: loadAssertionKeys(env, dataDir),

@@ -17,7 +17,7 @@ import { unmappedAddress } from '../edge/client-ip.ts';
 
 export const ADMIN_TOKEN_ENV = 'PORTICO_ADMIN_TOKEN';
 export const ADMIN_TOKEN_FILE = 'admin-token';
-const MIN_TOKEN_LENGTH = 32;
+export const MIN_TOKEN_LENGTH = 32;
 
 /** Refuses a request that may not change the gateway; `undefined` lets it through. */
 export type AdminGuard = (req: IncomingMessage) => HttpProblem | undefined;

@@ -8,7 +8,7 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { Type, type Static } from '@sinclair/typebox';
 import { Ajv, type ErrorObject } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import { parse as parseYaml } from 'yaml';
+import { YAMLParseError, parse as parseYaml } from 'yaml';
 import { AdminConfigSchema } from '../admin/server.ts';
 import { CacheConfigSchema } from './schema/cache.ts';
 import { CompressionConfigSchema } from '../compression/config-schema.ts';
@@ -19,6 +19,7 @@ import { checkProxy, createProxyConfigSchema } from '../upstream/config-schema.t
 import { RequestIdConfigSchema } from '../stages/request-id.ts';
 import { checkRoutes, createRouteSchema } from '../stages/route-schema.ts';
 import { TracingConfigSchema, checkTracing } from '../stages/tracing-schema.ts';
+import { problemLines } from './locate.ts';
 
 function createConfigSchema(env: NodeJS.ProcessEnv) {
   return Type.Object(
@@ -40,19 +41,50 @@ function createConfigSchema(env: NodeJS.ProcessEnv) {
 
 export type GatewayConfig = Static<ReturnType<typeof createConfigSchema>>;
 
+/** Where in the file a problem sits, when the file says: its line, and a YAML error's excerpt. */
+export interface ProblemPlace {
+  line?: number;
+  /** The lines around a syntax error, with a caret under it. */
+  excerpt?: string;
+}
+
 /**
  * A config that failed validation: `problems` lists every bad key as `path: reason`, schema
- * and cross-field problems together; `source` is the file (or `config` for an object).
+ * and cross-field problems together; `source` is the file (or `config` for an object), and
+ * `places` the file's line of each problem where it has one.
  */
 export class ConfigError extends Error {
   readonly problems: readonly string[];
   readonly source: string;
-  constructor(source: string, problems: readonly string[]) {
-    super(`invalid gateway config ${source}:\n  ${problems.join('\n  ')}`);
+  readonly places: readonly ProblemPlace[];
+  constructor(source: string, problems: readonly string[], places: readonly ProblemPlace[] = []) {
+    const described = problems.map((problem, index) => {
+      const { line, excerpt } = places[index] ?? {};
+      return `${problem}${line === undefined ? '' : ` (line ${line})`}${excerpt === undefined ? '' : `\n${indent(excerpt, '    ')}`}`;
+    });
+    super(`invalid gateway config ${source}:\n  ${described.join('\n  ')}`);
     this.name = 'ConfigError';
     this.problems = problems;
     this.source = source;
+    this.places = places;
   }
+
+  /** One line per problem as compilers print them (`file:line: path: reason`), excerpts below. */
+  located(): string[] {
+    return this.problems.map((problem, index) => {
+      const { line, excerpt } = this.places[index] ?? {};
+      const where = line === undefined ? this.source : `${this.source}:${line}`;
+      const text = `${where}: ${problem.replace(/^\(file\): /, '')}`;
+      return excerpt === undefined ? text : `${text}\n${indent(excerpt, '    ')}`;
+    });
+  }
+}
+
+function indent(text: string, prefix: string): string {
+  return text
+    .split('\n')
+    .map((line) => (line === '' ? '' : `${prefix}${line}`))
+    .join('\n');
 }
 
 export interface LoadedConfig {
@@ -75,13 +107,14 @@ export function parseConfig(
   const data = structuredClone(input ?? {});
   if (typeof data !== 'object' || Array.isArray(data))
     throw new ConfigError(source, ['(root): must be an object']);
-  const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: false });
+  // verbose: an `anyOf` error carries its schema and the value, for one readable line.
+  const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: false, verbose: true });
   addFormats(ajv);
   const validate = ajv.compile<GatewayConfig>(createConfigSchema(options.env ?? process.env));
   const valid = validate(data);
   const schemaErrors = validate.errors ?? [];
   const problems = [
-    ...new Set(schemaErrors.map(formatError)),
+    ...new Set(withoutAlternatives(schemaErrors).map(formatError)),
     ...crossFieldProblems(data as GatewayConfig, schemaErrors),
     ...(valid ? productionProblems(data, options.env ?? process.env) : []),
   ];
@@ -170,13 +203,44 @@ function deepFreeze<T>(value: T): T {
 
 /** Reads a YAML or JSON file (YAML is a superset of JSON) and validates it. */
 export function loadConfigFile(path: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new ConfigError(path, [`(file): ${(error as Error).message}`]);
+  }
   let parsed: unknown;
   try {
-    parsed = parseYaml(readFileSync(path, 'utf8'));
+    parsed = parseYaml(text);
   } catch (error) {
-    throw new ConfigError(path, [`(file): ${(error as Error).message.split('\n')[0]}`]);
+    throw yamlError(path, error as Error);
   }
-  return parseConfig(parsed, { env, baseDir: dirname(resolve(path)), source: path });
+  try {
+    return parseConfig(parsed, { env, baseDir: dirname(resolve(path)), source: path });
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    const lines = problemLines(text, error.problems);
+    throw new ConfigError(
+      path,
+      error.problems,
+      lines.map((line) => (line === undefined ? {} : { line })),
+    );
+  }
+}
+
+/**
+ * A syntax error: its reason and place on one line, the excerpt the YAML parser drew (the
+ * line, a caret under the spot) kept beside it.
+ */
+function yamlError(path: string, error: Error): ConfigError {
+  const [first = '', ...rest] = error.message.split('\n');
+  const line = error instanceof YAMLParseError ? error.linePos?.[0].line : undefined;
+  const excerpt = rest.join('\n').replace(/^\n+|\n+$/g, '');
+  return new ConfigError(
+    path,
+    [`(file): ${first.replace(/:$/, '')}`],
+    [{ ...(line === undefined ? {} : { line }), ...(excerpt === '' ? {} : { excerpt }) }],
+  );
 }
 
 /** The config from `PORTICO_CONFIG`, or the built-in defaults when it is unset. */
@@ -211,9 +275,40 @@ function formatError(error: ErrorObject): string {
       return `${at}: must be a ${error.params['format'] === 'uri' ? 'URL' : String(error.params['format'])}`;
     case 'enum':
       return `${at}: must be one of ${(error.params['allowedValues'] as unknown[]).join(', ')}`;
+    case 'anyOf':
+      return `${at}: must be ${expectedOf(error.parentSchema)}, got ${JSON.stringify(error.data)}`;
     default:
       return `${at || '(root)'}: ${error.message ?? 'is invalid'}`;
   }
+}
+
+/**
+ * An `anyOf` reports one error per alternative and then its own: an operator needs only the
+ * last, which says what the key takes (formatError), not why each alternative missed.
+ */
+function withoutAlternatives(errors: readonly ErrorObject[]): ErrorObject[] {
+  const unions = errors.filter((error) => error.keyword === 'anyOf');
+  return errors.filter(
+    (error) =>
+      error.keyword === 'anyOf' ||
+      !unions.some(
+        (union) =>
+          error.schemaPath.startsWith(`${union.schemaPath}/`) &&
+          error.instancePath.startsWith(union.instancePath),
+      ),
+  );
+}
+
+/** What an alternative takes: the schema's own `expected` words, else its alternatives' types. */
+function expectedOf(schema: unknown): string {
+  const node = schema as { expected?: string; anyOf?: { type?: string }[] } | undefined;
+  if (node?.expected !== undefined) return node.expected;
+  const types = (node?.anyOf ?? []).map((option) =>
+    option.type === undefined
+      ? 'another form'
+      : `${/^[aeiou]/.test(option.type) ? 'an' : 'a'} ${option.type}`,
+  );
+  return types.join(' or ');
 }
 
 /**

@@ -12,6 +12,8 @@ const Duration = (description: string, defaultValue: string) =>
   Type.Union([Type.String({ pattern: DURATION_PATTERN }), Type.Integer({ minimum: 1 })], {
     description,
     default: defaultValue,
+    // What a refusal says the key takes (config/load.ts), in one line.
+    expected: 'a duration (30s, 1m, 2h, 1d) or a whole number of seconds',
   });
 
 const HTTP_METHOD = Type.Unsafe<string>({

@@ -53,6 +53,7 @@ const SCRIPTS = [
   'bench',
   'soak',
   'config-reference',
+  'check',
 ] as const;
 
 describe('--help', () => {
