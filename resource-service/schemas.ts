@@ -204,7 +204,7 @@ export const Problem = Type.Object(
               }),
             ),
             parameter: Type.Optional(
-              // The service refuses a request head over 16 KiB (431), so no name can be longer.
+              // The service refuses a request head over 24 KiB (431), so no name can be longer.
               Type.String({ maxLength: 16_384, description: 'Name of the offending query parameter.' }),
             ),
             header: Type.Optional(

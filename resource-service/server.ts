@@ -10,6 +10,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { createHttpDrain } from '../shared/http-drain.ts';
+import { answerUnparsed } from './http/unparsed.ts';
 import { loadServiceTls, type ServiceTlsFiles } from './tls.ts';
 import { createServiceApp } from './app.ts';
 import type { ServiceOptions } from './app.ts';
@@ -32,12 +33,15 @@ export interface RunningService {
 
 export const DEFAULT_DRAIN_DEADLINE_MS = 10_000;
 
-// Bounds that keep one slow or greedy client from holding the service.
+// Bounds that keep one slow or greedy client from holding the service. The head limit is the
+// gateway's own (listener.limits.maxHeaderBytes, 16 KiB by default) plus 8 KiB for what the
+// gateway adds to a head it accepted: the identity assertion (its size does not grow with the
+// target: shared/identity-assertion.ts) and the forwarded fields.
 const BOUNDS = {
   headersTimeout: 10_000,
   requestTimeout: 30_000,
   keepAliveTimeout: 65_000,
-  maxHeaderSize: 16 * 1024,
+  maxHeaderSize: 24 * 1024,
 };
 
 /**
@@ -69,6 +73,7 @@ export async function startService(
           onRequest,
         );
   const drain = createHttpDrain(server, options.logger);
+  server.on('clientError', answerUnparsed);
   // A caller refused at the handshake (no client certificate, another CA, plain HTTP) never
   // becomes a request: this line is the only trace. Debug: anyone reaching the port can cause it.
   server.on('tlsClientError', (error: NodeJS.ErrnoException) =>

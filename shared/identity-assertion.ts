@@ -10,7 +10,14 @@
  * few microseconds per request instead of the ~50-100 µs of an asymmetric verify. The claims
  * bind the assertion to one request (method, target, request id) and to a short lifetime, so a
  * captured header cannot be replayed against another endpoint, or later.
+ *
+ * The target is bound by its SHA-256 (`htd`), not repeated: a repeated target made the head
+ * the service receives grow by 4/3 of the target, and a long target the gateway accepted met
+ * the service's head limit as a bare 431 (issue 34 item 2). An assertion with `htu` (the
+ * target itself, the earlier spelling) still verifies, so gateway and service upgrade in any
+ * order.
  */
+import { hash } from 'node:crypto';
 import type { HmacKey } from './data-dir-secrets.ts';
 import { decodeMac, hmacSha256, macEquals } from './hmac.ts';
 import type { Principal } from './principal.ts';
@@ -28,9 +35,12 @@ export interface AssertionClaims {
   scp: string[];
   amr: 'jwt' | 'apikey';
   akid?: string;
-  /** HTTP method and request target (path and query) the assertion was issued for. */
+  /** HTTP method the assertion was issued for. */
   htm: string;
-  htu: string;
+  /** base64url SHA-256 of the request target (path and query) it was issued for. */
+  htd?: string;
+  /** The request target itself: the earlier spelling, still verified (see above). */
+  htu?: string;
   rid: string;
   iat: number;
   exp: number;
@@ -87,7 +97,7 @@ export function signAssertion(
   const iat = Math.floor((options.now?.() ?? Date.now()) / 1000);
   const exp = iat + (options.lifetimeSeconds ?? DEFAULT_LIFETIME);
   const claims =
-    `${principalJson(principal)},"htm":${JSON.stringify(request.method)},"htu":${JSON.stringify(request.target)}` +
+    `${principalJson(principal)},"htm":${JSON.stringify(request.method)},"htd":"${targetDigest(request.target)}"` +
     `,"rid":${JSON.stringify(request.requestId)},"iat":${iat},"exp":${exp}}`;
   const signingInput = `${VERSION}.${key.kid}.${Buffer.from(claims).toString('base64url')}`;
   return `${signingInput}.${hmacSha256(key, signingInput).toString('base64url')}`;
@@ -133,7 +143,9 @@ export function verifyAssertion(
   if (claims.exp + skew < now) return { ok: false, reason: 'expired' };
   if (claims.iat - skew > now) return { ok: false, reason: 'issued in the future' };
   if (claims.exp - claims.iat > MAX_LIFETIME) return { ok: false, reason: 'lifetime too long' };
-  if (claims.htm !== request.method || claims.htu !== request.target) {
+  const sameTarget =
+    claims.htd !== undefined ? claims.htd === targetDigest(request.target) : claims.htu === request.target;
+  if (claims.htm !== request.method || !sameTarget) {
     return { ok: false, reason: 'issued for another request' };
   }
 
@@ -150,6 +162,11 @@ export function verifyAssertion(
   };
 }
 
+/** What binds an assertion to its target: a fixed 43 characters, however long the target. */
+export function targetDigest(target: string): string {
+  return hash('sha256', target, 'base64url');
+}
+
 function isWellFormed(c: AssertionClaims): boolean {
   return (
     typeof c === 'object' &&
@@ -162,7 +179,7 @@ function isWellFormed(c: AssertionClaims): boolean {
     (c.amr === 'jwt' || c.amr === 'apikey') &&
     (c.akid === undefined || typeof c.akid === 'string') &&
     typeof c.htm === 'string' &&
-    typeof c.htu === 'string' &&
+    (typeof c.htd === 'string' || typeof c.htu === 'string') &&
     typeof c.rid === 'string' &&
     Number.isInteger(c.iat) &&
     Number.isInteger(c.exp)

@@ -94,8 +94,8 @@ export const ListenerConfigSchema = Type.Object(
           default: DEFAULT_MAX_URI_BYTES,
           description:
             'Request target (path and query); beyond it the answer is 414, before anything is forwarded. ' +
-            'The service gets the target twice (request line and identity assertion, 4/3 as long) within ' +
-            'its 16 KiB head: 4096 leaves room for the other headers, so no accepted target meets a bare 431 there.',
+            'The identity assertion binds the target by its digest, so the head the service receives is the ' +
+            "client's, less its credential, plus under 2 KiB: the service takes 24 KiB (maxHeaderBytes' default plus 8 KiB).",
         }),
         maxBodyBytes: Type.Integer({
           minimum: 0,

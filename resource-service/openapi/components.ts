@@ -173,7 +173,7 @@ const QUERY_TIME = { type: 'string', format: 'date-time', maxLength: 35 };
 
 /**
  * `*` or a list of entity-tags (RFC 9110 section 13.1); anything else is a 400. No header can
- * exceed the service's 16 KiB limit on the request head (431).
+ * exceed the service's 24 KiB limit on the request head (431).
  */
 const ENTITY_TAGS = {
   type: 'string',

@@ -2,7 +2,7 @@
  * The attacker's side of the service's identity: only a valid gateway assertion for this very
  * request counts; headers a client could send count for nothing.
  */
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -195,7 +195,7 @@ describe('identity assertion at the service', () => {
             amr: who.authMethod,
             ...('keyId' in who ? { akid: who.keyId } : {}),
             htm: request.method,
-            htu: request.target,
+            htd: createHash('sha256').update(request.target).digest('base64url'),
             rid: request.requestId,
             iat: 1_700_000_000,
             exp: 1_700_000_060,
@@ -203,6 +203,39 @@ describe('identity assertion at the service', () => {
         );
         expect(verifyAssertion([signing], assertion, request, { now: () => now }).ok).toBe(true);
       }
+  });
+
+  it('binds the target by its digest: the assertion does not grow with it, and another target is refused', () => {
+    const signing: AssertionKey = { kid: 'k', secret: randomBytes(32) };
+    const long = { method: 'GET', target: `/v1/orders/${'a'.repeat(4085)}`, requestId: 'r' };
+    const short = { method: 'GET', target: '/v1/orders/a', requestId: 'r' };
+    const assertion = signAssertion(signing, principal, long);
+    expect(assertion.length).toBe(signAssertion(signing, principal, short).length);
+    expect(verifyAssertion([signing], assertion, long).ok).toBe(true);
+    expect(verifyAssertion([signing], assertion, { ...long, target: `${long.target}b` })).toEqual({
+      ok: false,
+      reason: 'issued for another request',
+    });
+  });
+
+  it('still verifies the earlier spelling with the target itself (htu), for either end upgraded first', () => {
+    const signing: AssertionKey = { kid: 'k', secret: randomBytes(32) };
+    const now = Math.floor(Date.now() / 1000);
+    const claims = {
+      sub: 'u',
+      cid: 'c1',
+      scp: [],
+      amr: 'jwt',
+      htm: 'GET',
+      htu: '/v1/orders',
+      rid: 'r',
+      iat: now,
+      exp: now + 30,
+    };
+    const input = `v1.k.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`;
+    const earlier = `${input}.${createHmac('sha256', signing.secret).update(input).digest('base64url')}`;
+    expect(verifyAssertion([signing], earlier, { method: 'GET', target: '/v1/orders' }).ok).toBe(true);
+    expect(verifyAssertion([signing], earlier, { method: 'GET', target: '/v1/orders?x' }).ok).toBe(false);
   });
 
   it('verifies with every key of the ring, so keys rotate without downtime', () => {

@@ -36,6 +36,21 @@ describe('long request targets', () => {
     expect(reply.body).toMatchObject({ status: 404, code: 'ERR_NOT_FOUND' });
   });
 
+  it('the longest target with a token and other headers up to the gateway head limit gets the service answer', async () => {
+    // The attack review's case: 4096 bytes of target, a valid token and about 6.8 KB of other
+    // headers, 10.9 KB in all. Then the same padded up to what the gateway's parser takes.
+    const { maxHeaderBytes } = parseConfig({}).config.listener.limits;
+    for (const otherBytes of [6800, maxHeaderBytes - maxUriBytes - 1500]) {
+      const headers: Record<string, string> = {};
+      for (let i = 0; otherBytes - i * 1000 > 0; i++)
+        headers[`x-pad-${i}`] = 'p'.repeat(Math.min(990, otherBytes - i * 1000));
+      const reply = await portico.call('GET', target(maxUriBytes), { token, headers });
+      expect(reply.status, `${otherBytes} bytes of other headers`).not.toBe(431);
+      expect(reply.headers['content-type']).toBe('application/problem+json');
+      expect(reply.body).toMatchObject({ status: 404, code: 'ERR_NOT_FOUND' });
+    }
+  });
+
   it('one byte past it is the 414', async () => {
     const reply = await portico.call('GET', target(maxUriBytes + 1), { token });
     expect(reply.body).toMatchObject({ status: 414, code: 'ERR_URI_TOO_LONG' });
