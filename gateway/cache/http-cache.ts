@@ -207,8 +207,8 @@ export function createHttpCache(config: CacheConfig, deps: HttpCacheDeps): HttpC
     whenReady: (timeoutMs = 5000) => bus?.whenReady(timeoutMs) ?? Promise.resolve(true),
 
     describe(method, target, path, incoming, principal) {
-      // The client's own headers, not a copy: no stage edits them (a revalidation sets its
-      // conditionals in ctx.upstreamHeaders), and the client's must still be answered after it.
+      // The headers as given, not a copy: the client's are never written (a revalidation sets
+      // its conditionals in ctx.upstream.headers), and must still be answered after it.
       return new DescribedRequest(method, target, path, incoming, callerOf(principal, incoming));
     },
 

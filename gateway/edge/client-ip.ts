@@ -13,6 +13,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { BlockList, isIP } from 'node:net';
+import type { ClientRequest } from '../pipeline/client-request.ts';
 
 /** The `proxy.trustProxy` value; `true` is refused by trustProxyProblems at load. */
 export type TrustProxy = boolean | number | readonly string[];
@@ -26,7 +27,7 @@ export function unmappedAddress(address: string): string {
 }
 
 /** The address of the peer this gateway talks to (what it states in X-Forwarded-For). */
-export function peerAddress(req: IncomingMessage): string {
+export function peerAddress(req: Pick<ClientRequest, 'socket'>): string {
   return unmappedAddress(req.socket.remoteAddress ?? 'unknown');
 }
 
@@ -80,7 +81,7 @@ function matcherOf(entries: readonly string[]): (address: string) => boolean {
 }
 
 /** Whether the connection comes from a proxy whose forwarding headers are believed. */
-export function trustsPeer(trust: TrustProxy, req: IncomingMessage): boolean {
+export function trustsPeer(trust: TrustProxy, req: Pick<ClientRequest, 'socket'>): boolean {
   if (typeof trust === 'number') return true;
   return Array.isArray(trust) && matcherOf(trust as readonly string[])(peerAddress(req));
 }

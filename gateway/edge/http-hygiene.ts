@@ -6,8 +6,9 @@
  * `clientError` and are answered by {@link clientErrorProblem}. What it accepts and we must not
  * is checked by {@link checkRequestFraming} on `rawHeaders`, where duplicates are still visible.
  */
-import { METHODS, type IncomingMessage } from 'node:http';
+import { METHODS } from 'node:http';
 import { HttpProblem } from '../../shared/errors.ts';
+import type { ClientRequest } from '../pipeline/client-request.ts';
 import { isHttp2Request } from './http2.ts';
 
 /** RFC 9110 §7.6.1, plus the de facto ones that proxies must not forward either. */
@@ -83,7 +84,7 @@ export const DEFAULT_MAX_URI_BYTES = 4096;
  * before routing, so nothing of such a request is forwarded.
  */
 export function checkRequestFraming(
-  req: IncomingMessage,
+  req: ClientRequest,
   /** The target without its query, as the request context already holds it. */
   path: string,
   limits: { maxUriBytes: number },
@@ -137,7 +138,7 @@ export function checkRequestFraming(
  * HTTP/1.1, in `host`. With both, they must name the same one (RFC 9113 §8.3.1), or the
  * upstream, which gets Host, and our routing and cache keys could disagree about the resource.
  */
-function checkAuthority(req: IncomingMessage, hosts: number): void {
+function checkAuthority(req: ClientRequest, hosts: number): void {
   if (hosts > 1) throw invalidHeader('host', 'Host header must appear once');
   const authority = req.headers[':authority'];
   if (authority === undefined) {

@@ -285,12 +285,12 @@ export function lingerBeforeEnd(socket: TLSSocket): void {
  * A request that came on an HTTP/2 stream. Not `httpVersionMajor === 2`: an HTTP/1.1
  * connection may carry a request line that says `HTTP/2.0` (http-hygiene.ts refuses it).
  */
-export function isHttp2Request(req: IncomingMessage): boolean {
+export function isHttp2Request(req: object): boolean {
   return (req as unknown) instanceof Http2ServerRequest;
 }
 
 /** An h2 request whose HEADERS did not end the stream: DATA follows, length announced or not. */
-export function http2BodyFollows(req: IncomingMessage): boolean {
+export function http2BodyFollows(req: object): boolean {
   return isHttp2Request(req) && !(req as unknown as Http2ServerRequest).stream.endAfterHeaders;
 }
 

@@ -8,10 +8,11 @@
  * stays behind on the request and keeps it from ever flowing again, so the rest of a body
  * could not be drained.
  */
-import type { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import { HttpProblem } from '../../shared/errors.ts';
+import type { ClientRequest } from '../pipeline/client-request.ts';
 import { ClientGoneError } from '../pipeline/context.ts';
+import type { RequestBody } from '../pipeline/upstream-request.ts';
 import { http2BodyFollows } from './http2.ts';
 
 export interface LimitedBody {
@@ -27,7 +28,7 @@ export interface LimitedBody {
  * Whether the request carries a body: a non-zero Content-Length, a transfer coding, or an
  * HTTP/2 stream left open after its headers (h2 needs neither to send a body).
  */
-export function hasRequestBody(req: IncomingMessage): boolean {
+export function hasRequestBody(req: ClientRequest): boolean {
   const length = req.headers['content-length'];
   if (length !== undefined && length !== '0') return true;
   return req.headers['transfer-encoding'] !== undefined || (length === undefined && http2BodyFollows(req));
@@ -44,7 +45,7 @@ export function tooLarge(limit: number): HttpProblem {
  * Waits for the first bytes (or the end) of the body before anything goes upstream: a body
  * malformed from its start (a bad chunk size) never reaches the upstream at all.
  */
-export async function readLimitedBody(req: IncomingMessage, limit: number): Promise<LimitedBody> {
+export async function readLimitedBody(req: RequestBody, limit: number): Promise<LimitedBody> {
   let seen = 0;
   let failure: HttpProblem | undefined;
   let discarding = false;
@@ -97,7 +98,7 @@ export async function readLimitedBody(req: IncomingMessage, limit: number): Prom
 function ignore(): void {}
 
 /** Resolves once the request stream holds its first chunk or ended; a client gone rejects. */
-function firstBytes(req: IncomingMessage, stream: Readable): Promise<void> {
+function firstBytes(req: RequestBody, stream: Readable): Promise<void> {
   return new Promise((resolve, reject) => {
     if (req.complete) return resolve();
     const settle = (error?: Error) => {

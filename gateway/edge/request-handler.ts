@@ -6,6 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { HttpProblem, sendProblem } from '../../shared/errors.ts';
+import { hasRequestBody } from './request-body.ts';
 import { cutResponse, writeResponse } from './respond.ts';
 import type { RequestAccounting } from '../observability/request-accounting.ts';
 import { ClientSignal } from '../pipeline/client-signal.ts';
@@ -28,8 +29,7 @@ export function createRequestHandler(deps: RequestHandlerDeps): RequestHandler {
   const { run, log, clientIpOf, accounting } = deps;
   const answerHeaders = deps.answerHeaders ?? {};
 
-  async function handle(ctx: GatewayContext): Promise<void> {
-    const { res } = ctx;
+  async function handle(ctx: GatewayContext, res: ServerResponse): Promise<void> {
     try {
       await run(ctx);
       if (ctx.response === undefined) throw new Error('no stage produced a response');
@@ -54,7 +54,8 @@ export function createRequestHandler(deps: RequestHandlerDeps): RequestHandler {
       if (problem.code === 'ERR_INTERNAL') ctx.log.error({ err: error }, 'unexpected error');
       else ctx.log.warn({ code: problem.code }, 'answer refused before its head');
       for (const name in answerHeaders) res.setHeader(name, answerHeaders[name]!);
-      if (ctx.requestId !== '') res.setHeader('X-Request-Id', ctx.requestId);
+      const { requestId } = ctx.upstream;
+      if (requestId !== '') res.setHeader('X-Request-Id', requestId);
       sendProblem(res, problem, ctx.path);
     }
   }
@@ -62,11 +63,11 @@ export function createRequestHandler(deps: RequestHandlerDeps): RequestHandler {
   return function onRequest(req, res) {
     const timing = { startedMs: performance.now(), startedAt: Date.now() };
     const signal = new ClientSignal();
-    const ctx = createContext(req, res, log, signal, clientIpOf(req));
+    const ctx = createContext(req, res, log, signal, clientIpOf(req), hasRequestBody(req) ? req : null);
     res.once('close', () => {
       if (!res.writableFinished) signal.abort();
       accounting.finished(ctx, res, timing);
     });
-    void handle(ctx);
+    void handle(ctx, res);
   };
 }

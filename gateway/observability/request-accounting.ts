@@ -32,14 +32,14 @@ export function createRequestAccounting(deps: {
     finished(ctx, res, { startedMs, startedAt }) {
       const seconds = (performance.now() - startedMs) / 1000;
       const method = ctx.req.method ?? 'OTHER';
-      const route = ctx.route?.prefix ?? 'none';
+      const route = ctx.upstream.route?.prefix ?? 'none';
       // 499 (nginx's convention): the client left before any answer, which is not a 200.
       const status = res.headersSent ? res.statusCode : 499;
       const latencyMs = Math.round(seconds * 1e4) / 10;
       deps.metrics.observeRequest(route, method, status, seconds);
       deps.audit?.record(auditEntry(ctx, { time: startedAt, method, status, latencyMs }));
       writeLine?.({
-        requestId: ctx.requestId,
+        requestId: ctx.upstream.requestId,
         traceId: ctx.facts.traceId,
         method,
         path: ctx.path,
@@ -56,16 +56,17 @@ function auditEntry(
   ctx: GatewayContext,
   outcome: { time: number; method: string; status: number; latencyMs: number },
 ): AuditEntry {
-  const { principal, facts } = ctx;
+  const { principal, requestId, clientIp } = ctx.upstream;
+  const { facts } = ctx;
   // Fields left undefined are left out of the record (audit-record.ts writes it as JSON).
   return {
     time: outcome.time,
-    requestId: ctx.requestId,
+    requestId,
     traceId: facts.traceId,
     subject: principal?.subject,
     customerId: principal?.customerId,
     keyId: principal?.keyId,
-    clientAddress: ctx.clientIp,
+    clientAddress: clientIp,
     method: outcome.method,
     route: ctx.path,
     status: outcome.status,

@@ -2,24 +2,34 @@
  * The stage contract. A request passes the stages in order; each stage may act, then call
  * `next()` to hand on, and act again on the way back (the response side runs in reverse).
  *
- * - A stage answers by setting `ctx.response`, or refuses by throwing an HttpProblem: the
+ * What a stage may read:
+ * - `ctx.req`, the client's request, read-only (client-request.ts): its headers stay what the
+ *   client sent, its body is not a stage's to read; `ctx.path` and `ctx.target` from it.
+ * - `ctx.res`, the client's response, to watch only ('close', whether its head went out).
+ * What a stage may write:
+ * - `ctx.upstream` (upstream-request.ts), the one request the proxy sends: its route, header
+ *   edits, principal and request id. The proxy reads nothing else of the request.
+ * - `ctx.response`: a stage answers by setting it, or refuses by throwing an HttpProblem: the
  *   composer (compose.ts) turns the refusal into `ctx.response`, so every earlier stage's
  *   response side runs for refusals as for upstream answers. `next()` resolves with
  *   `ctx.response` set, whatever happened after it; it rejects only when the client is gone.
- * - Response headers are set in one place: `ctx.response.headers`.
- * - What goes upstream is edited in one place: `ctx.upstreamHeaders` (upstream-headers.ts).
- * - Facts for the audit record go to `ctx.facts`.
+ *   Response headers are set in one place: `ctx.response.headers`.
+ * - `ctx.facts`: what the audit record says of the request.
+ * What a stage may call:
+ * - `next()`, once; `ctx.interim()` to send a 1xx ahead of the answer; `ctx.fork()` for a
+ *   side call on the request's behalf once its answer is out (never this context then);
+ *   services its factory was handed by the builder (gateway/stages.ts), never another stage's.
  * The terminal stage (the proxy) sets `ctx.response`; the handler writes it once the whole
  * chain has unwound, so response-side stages can still change status, headers or body.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { HttpProblem } from '../../shared/errors.ts';
-import type { Principal } from '../../shared/principal.ts';
-import type { RouteDefinition } from '../stages/route-schema.ts';
-import type { ClientSignal } from './client-signal.ts';
-import { UpstreamHeaders } from './upstream-headers.ts';
+import type { ClientRequest, ResponseProgress } from './client-request.ts';
+import { ClientSignal } from './client-signal.ts';
+import { writeInterim, type InterimWriter } from './interim-writer.ts';
+import { UpstreamRequest, type RequestBody } from './upstream-request.ts';
 
 /** The response a stage produced, not yet written to the client. */
 export interface GatewayResponse {
@@ -98,27 +108,38 @@ export interface RequestFacts {
 
 /** What the stages know about one request. */
 export interface GatewayContext {
-  readonly req: IncomingMessage;
-  readonly res: ServerResponse;
+  /** The client's request, read-only: what it sent stays what it sent. */
+  readonly req: ClientRequest;
+  /** The client's response, to watch only: the handler writes it, a 1xx goes by `interim()`. */
+  readonly res: ResponseProgress;
   /** Path without the query, as received; the problem `instance`. */
   readonly path: string;
-  /** Path and query, as received, forwarded unchanged. */
+  /** Path and query, as received. */
   readonly target: string;
-  requestId: string;
   /** The request's logger, bound to its id once the request-id stage has set it. */
   readonly log: Logger;
-  route?: RouteDefinition | undefined;
-  /** The request headers the proxy sends upstream, as stages edited them. */
-  readonly upstreamHeaders: UpstreamHeaders;
-  /** Set by the authenticate stage (identity issue); the proxy asserts it upstream. */
-  principal?: Principal | undefined;
+  /** The request the proxy sends upstream, as stages edited it. */
+  readonly upstream: UpstreamRequest;
   response?: GatewayResponse | undefined;
   readonly facts: RequestFacts;
-  /** The client's address as limits and the audit log count it (client-ip.ts), found once. */
-  readonly clientIp: string;
   /** Aborted when the client goes away: stages stop upstream work with it. */
   readonly signal: ClientSignal;
+  /**
+   * Sends an interim (1xx) response ahead of the answer, where one may go (interim-writer.ts):
+   * never to an HTTP/1.0 client, nor once the answer has started. Throws when Node refuses a
+   * field.
+   */
+  interim(statusCode: number, headers: Record<string, string | string[]>): void;
+  /**
+   * A context for a side call on this request's behalf once its answer is out (a background
+   * revalidation): the same client request, a copy of the upstream request, no response, facts
+   * and a signal of its own, and no 1xx to send. Its stages never touch this context.
+   */
+  fork(): GatewayContext;
 }
+
+/** The client's response as the context holds it: watched by stages, 1xx written by `interim()`. */
+type ClientResponse = ResponseProgress & InterimWriter;
 
 /**
  * A fresh context for a request that just arrived. A class whose constructor sets every field,
@@ -126,44 +147,45 @@ export interface GatewayContext {
  * stages' reads of it stay monomorphic instead of seeing a shape per set of fields added.
  */
 class RequestContext implements GatewayContext {
-  readonly req: IncomingMessage;
-  readonly res: ServerResponse;
+  readonly req: ClientRequest;
+  readonly res: ResponseProgress;
   readonly path: string;
   readonly target: string;
-  requestId = '';
-  route: RouteDefinition | undefined = undefined;
-  readonly upstreamHeaders: UpstreamHeaders;
-  principal: Principal | undefined = undefined;
-  response: GatewayResponse | undefined = undefined;
-  readonly facts: RequestFacts = {
-    auth: undefined,
-    rateLimit: undefined,
-    cache: undefined,
-    retries: undefined,
-    traceId: undefined,
-  };
-  readonly clientIp: string;
+  readonly upstream: UpstreamRequest;
+  response: GatewayResponse | undefined;
+  readonly facts: RequestFacts;
   readonly signal: ClientSignal;
   readonly #log: Logger;
-  #bound: Logger | undefined = undefined;
+  #bound: Logger | undefined;
+  /** Where `interim()` writes; undefined in a fork, which has no client to send a 1xx to. */
+  readonly #interimTo: ClientResponse | undefined;
 
   constructor(
-    req: IncomingMessage,
-    res: ServerResponse,
+    req: ClientRequest,
+    res: ResponseProgress,
     log: Logger,
     signal: ClientSignal,
-    clientIp: string,
+    upstream: UpstreamRequest,
+    interimTo: ClientResponse | undefined,
   ) {
     this.req = req;
     this.res = res;
-    const target = req.url ?? '/';
-    const query = target.indexOf('?');
-    this.target = target;
-    this.path = query === -1 ? target : target.slice(0, query);
-    this.upstreamHeaders = new UpstreamHeaders(req.rawHeaders);
-    this.clientIp = clientIp;
+    this.target = upstream.target;
+    const query = this.target.indexOf('?');
+    this.path = query === -1 ? this.target : this.target.slice(0, query);
+    this.upstream = upstream;
+    this.response = undefined;
+    this.facts = {
+      auth: undefined,
+      rateLimit: undefined,
+      cache: undefined,
+      retries: undefined,
+      traceId: undefined,
+    };
     this.signal = signal;
     this.#log = log;
+    this.#bound = undefined;
+    this.#interimTo = interimTo;
   }
 
   /**
@@ -171,20 +193,42 @@ class RequestContext implements GatewayContext {
    * nothing but their request line (request-accounting.ts, which binds the id itself).
    */
   get log(): Logger {
-    if (this.requestId === '') return this.#log;
-    this.#bound ??= this.#log.child({ requestId: this.requestId });
+    const { requestId } = this.upstream;
+    if (requestId === '') return this.#log;
+    this.#bound ??= this.#log.child({ requestId });
     return this.#bound;
+  }
+
+  interim(statusCode: number, headers: Record<string, string | string[]>): void {
+    const res = this.#interimTo;
+    if (res === undefined || this.signal.gone) return;
+    writeInterim(this.req, res, statusCode, headers);
+  }
+
+  fork(): GatewayContext {
+    return new RequestContext(
+      this.req,
+      this.res,
+      this.#log,
+      new ClientSignal(),
+      this.upstream.fork(),
+      undefined,
+    );
   }
 }
 
+/** The context of a request that just arrived; `body` is the request itself when it has one. */
 export function createContext(
-  req: IncomingMessage,
+  req: ClientRequest,
   res: ServerResponse,
   log: Logger,
   signal: ClientSignal,
   clientIp: string,
+  body: RequestBody | null,
 ): GatewayContext {
-  return new RequestContext(req, res, log, signal, clientIp);
+  const upstream = UpstreamRequest.of(req, req.url ?? '/', clientIp, body);
+  const response = res as unknown as ClientResponse;
+  return new RequestContext(req, response, log, signal, upstream, response);
 }
 
 export type Next = () => Promise<void>;

@@ -6,13 +6,19 @@
  *
  * Edits are recorded, not applied: a request no stage edits costs one object here.
  */
+import type { IncomingHttpHeaders } from 'node:http';
+
 export class UpstreamHeaders {
   readonly #raw: readonly string[];
+  /** The client's fields by lower-case name, for `get`. */
+  readonly #client: Readonly<IncomingHttpHeaders>;
   /** Lower-case name → the value that replaces every client value, or undefined: removed. */
   #edits: Map<string, string | undefined> | undefined;
 
-  constructor(rawHeaders: readonly string[]) {
+  constructor(rawHeaders: readonly string[], headers: Readonly<IncomingHttpHeaders>) {
     this.#raw = rawHeaders;
+    this.#client = headers;
+    this.#edits = undefined;
   }
 
   /** Sends `value` instead of whatever the client sent under `name`. */
@@ -25,6 +31,18 @@ export class UpstreamHeaders {
     (this.#edits ??= new Map()).set(name.toLowerCase(), undefined);
   }
 
+  /**
+   * What goes upstream under `name` so far: a stage's value, or the client's (several
+   * joined with commas, as RFC 9110 section 5.3 allows), or undefined when there is none.
+   */
+  get(name: string): string | undefined {
+    const lower = name.toLowerCase();
+    const edits = this.#edits;
+    if (edits?.has(lower) === true) return edits.get(lower);
+    const value = this.#client[lower];
+    return Array.isArray(value) ? value.join(', ') : value;
+  }
+
   /** Each header to send, names in lower case: the client's in their order, then those set. */
   forEach(visit: (name: string, value: string) => void): void {
     const raw = this.#raw;
@@ -35,5 +53,12 @@ export class UpstreamHeaders {
     }
     if (edits === undefined) return;
     for (const [name, value] of edits) if (value !== undefined) visit(name, value);
+  }
+
+  /** A list with the same edits, which edits of its own leave this one as it is. */
+  copy(): UpstreamHeaders {
+    const copy = new UpstreamHeaders(this.#raw, this.#client);
+    if (this.#edits !== undefined) copy.#edits = new Map(this.#edits);
+    return copy;
   }
 }

@@ -1,5 +1,5 @@
 /**
- * The authenticate stage: turns the request's credential into `ctx.principal`, or answers
+ * The authenticate stage: turns the request's credential into `ctx.upstream.principal`, or answers
  * 401/403/503 before anything else of the request is used. Routes written `auth: none` pass
  * without a principal (and the proxy still strips whatever identity a client claimed).
  *
@@ -30,13 +30,13 @@ export function createAuthenticateStage(deps: AuthenticateStageDeps): Stage {
   // A plain function for the two common cases (no async frame, promise or awaits of its own);
   // everything else is judged in full by judge().
   return function authenticate(ctx, next) {
-    if (ctx.route?.auth === 'none') {
+    if (ctx.upstream.route?.auth === 'none') {
       ctx.facts.auth = NONE;
       return next();
     }
     const known = deps.authenticator.knownBearer(ctx.req.headers, ctx.target);
     if (known !== undefined) {
-      ctx.principal = known;
+      ctx.upstream.principal = known;
       ctx.facts.auth = CACHED;
       return next();
     }
@@ -47,7 +47,7 @@ export function createAuthenticateStage(deps: AuthenticateStageDeps): Stage {
 async function judge(ctx: GatewayContext, next: Next, deps: AuthenticateStageDeps): Promise<void> {
   let attempt: AuthAttempt | undefined;
   const outcome = await deps.authenticator.authenticate(ctx.req.headers, ctx.target, async () => {
-    attempt = await deps.limiter.countAuthAttempt(ctx.clientIp);
+    attempt = await deps.limiter.countAuthAttempt(ctx.upstream.clientIp);
     if (attempt.refusal === undefined) return;
     ctx.facts.auth = { outcome: 'refused', reason: 'too many failed authentications from this address' };
     throw rateLimitProblem(attempt.refusal);
@@ -60,7 +60,7 @@ async function judge(ctx: GatewayContext, next: Next, deps: AuthenticateStageDep
     ctx.facts.auth = { outcome: unavailable ? 'unavailable' : 'refused', reason: outcome.reason };
     throw outcome.problem;
   }
-  ctx.principal = outcome.principal;
+  ctx.upstream.principal = outcome.principal;
   ctx.facts.auth = outcome.cacheHit ? CACHED : { outcome: 'ok' };
   await next();
 }

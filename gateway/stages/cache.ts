@@ -5,6 +5,7 @@
  * requests. The service's instructions to this cache never reach the client: the response
  * writer strips them from every answer (edge/respond.ts).
  */
+import type { IncomingHttpHeaders } from 'node:http';
 import { HttpProblem } from '../../shared/errors.ts';
 import type { GatewayContext, GatewayResponse, Next, Stage } from '../pipeline/context.ts';
 import type { Forward } from '../upstream/forward.ts';
@@ -39,7 +40,13 @@ export function createCacheStage(cache: HttpCache, forward: Forward): Stage {
     if (!SAFE_METHODS.has(method)) return unsafe(ctx, next, cache);
     const bypass = bypassReason(ctx, method, cache);
     if (bypass !== undefined) return bypassed(ctx, next, cache, method, bypass);
-    const request = cache.describe(method, ctx.target, ctx.path, ctx.req.headers, ctx.principal);
+    const request = cache.describe(
+      method,
+      ctx.target,
+      ctx.path,
+      selectingFields(ctx),
+      ctx.upstream.principal,
+    );
     const selection = cache.select(request);
     // Ranges are answered from a fresh complete stored response only (stored-answer.ts);
     // otherwise the request goes upstream as it came. With nothing stored, a 206 may become
@@ -119,8 +126,21 @@ async function forwardRange(
   finish(ctx.response, { fwd: 'bypass', detail: 'range' });
 }
 
+/**
+ * The fields the cache selects and stores variants on: the client's, with the Accept-Encoding
+ * the negotiate-encoding stage chose for the upstream (one spelling per choice, so three
+ * variants a resource rather than one per client's spelling). The client's own object while
+ * the two agree; a copy where they differ, since the client's fields are never written.
+ */
+function selectingFields(ctx: GatewayContext): IncomingHttpHeaders {
+  const client = ctx.req.headers;
+  const negotiated = ctx.upstream.headers.get('accept-encoding');
+  if (negotiated === client['accept-encoding']) return client;
+  return { ...client, 'accept-encoding': negotiated };
+}
+
 function bypassReason(ctx: GatewayContext, method: string, cache: HttpCache): string | undefined {
-  if (!cache.config.enabled || ctx.route?.cache !== true) return 'route';
+  if (!cache.config.enabled || ctx.upstream.route?.cache !== true) return 'route';
   if (method !== 'GET' && method !== 'HEAD') return 'method';
   if (!cache.available()) return 'invalidation-offline';
   const headers = ctx.req.headers;
@@ -147,7 +167,10 @@ async function unsafe(ctx: GatewayContext, next: Next, cache: HttpCache): Promis
     await cache.invalidate(invalidationTargets(ctx.path, ctx.target, ctx.req.headers.host, response.headers));
     ctx.facts.cache = 'invalidated';
   } else ctx.facts.cache = 'bypass';
-  finish(response, ctx.route?.cache === true ? { fwd: 'method' } : { fwd: 'bypass', detail: 'route' });
+  finish(
+    response,
+    ctx.upstream.route?.cache === true ? { fwd: 'method' } : { fwd: 'bypass', detail: 'route' },
+  );
 }
 
 async function forwardAndStore(
@@ -160,7 +183,7 @@ async function forwardAndStore(
 ): Promise<void> {
   const fwd = revalidation === undefined ? miss : revalidation.reason === 'request' ? 'request' : 'stale';
   if (revalidation !== undefined)
-    setValidators(ctx.upstreamHeaders, validatorsOf(revalidation.entry, request));
+    setValidators(ctx.upstream.headers, validatorsOf(revalidation.entry, request));
   const fill = cache.beginFill(request.path);
   try {
     await next();

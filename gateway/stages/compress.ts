@@ -44,7 +44,7 @@ export function createCompressStage(config: CompressionConfig): Stage | undefine
     return !noTransform(headers['cache-control']) && !noTransform(ctx.req.headers['cache-control']);
   };
   return async function compress(ctx, next) {
-    const restored = mayCarryTags(ctx) ? restoreConditionalTags(ctx.upstreamHeaders) : undefined;
+    const restored = mayCarryTags(ctx) ? restoreConditionalTags(ctx.upstream.headers) : undefined;
     await next();
     const response = ctx.response;
     if (response === undefined) return;
@@ -67,7 +67,7 @@ function mayCarryTags(ctx: GatewayContext): boolean {
   return (
     headers['if-none-match'] !== undefined ||
     headers['if-match'] !== undefined ||
-    (ctx.route?.cache === true && (method === 'GET' || method === 'HEAD'))
+    (ctx.upstream.route?.cache === true && (method === 'GET' || method === 'HEAD'))
   );
 }
 

@@ -42,7 +42,8 @@ export function createCorsStage(routes: readonly RouteDefinition[], limiter: Rat
     if (route.cors !== undefined) policies.set(route.prefix, compileCors(route.cors));
   if (policies.size === 0) return undefined;
   return async function cors(ctx, next) {
-    const policy = ctx.route === undefined ? undefined : policies.get(ctx.route.prefix);
+    const { route } = ctx.upstream;
+    const policy = route === undefined ? undefined : policies.get(route.prefix);
     if (policy === undefined) return next();
     const headers = ctx.req.headers;
     const origin = headers.origin;
@@ -68,7 +69,11 @@ async function preflight(
   origin: string,
   limiter: RateLimiter,
 ): Promise<GatewayResponse> {
-  const decision = await limiter.check({ method: 'OPTIONS', path: ctx.path, clientIp: ctx.clientIp });
+  const decision = await limiter.check({
+    method: 'OPTIONS',
+    path: ctx.path,
+    clientIp: ctx.upstream.clientIp,
+  });
   ctx.facts.rateLimit =
     decision.kind === 'unavailable' ? 'unavailable' : `${decision.kind}:${decision.store}`;
   ctx.facts.auth = { outcome: 'none', reason: 'cors preflight' };

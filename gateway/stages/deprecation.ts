@@ -45,7 +45,8 @@ export function createDeprecationStage(
 
   // Other routes pass straight through: no promise of the stage's own on their requests.
   return function deprecation(ctx, next) {
-    const fields = ctx.route === undefined ? undefined : byRoute.get(ctx.route);
+    const { route } = ctx.upstream;
+    const fields = route === undefined ? undefined : byRoute.get(route);
     if (fields === undefined) return next();
     return next().then(() => {
       const response = ctx.response;
@@ -55,7 +56,7 @@ export function createDeprecationStage(
       if (fields.sunset !== undefined) headers['sunset'] = fields.sunset;
       // The upstream's own links (rel="next" on lists) stay; ours are added.
       if (fields.links.length > 0) headers['link'] = [...asList(headers['link']), ...fields.links];
-      countCall(ctx.route!.prefix, ctx.principal);
+      countCall(route!.prefix, ctx.upstream.principal);
     });
   };
 }

@@ -4,16 +4,16 @@
  * coding the upstreams cannot read is refused with 415 (RFC 9110 section 15.5.16), not left
  * for the service to take for malformed JSON.
  *
- * The one stage that writes `req.headers`, and only this field, on cached routes: the cache
- * matches stored variants on the request's own headers (Vary: Accept-Encoding), and one
- * spelling per choice keeps it at three variants a resource, where clients' spellings would
- * make dozens. The upstream is asked for the same encoding, so that what it answers fits the
- * variant it is stored as. The compress stage (after the cache) does the compressing.
+ * On cached routes the choice goes upstream as the request's Accept-Encoding
+ * (`ctx.upstream.headers`): the cache matches stored variants on it (Vary: Accept-Encoding,
+ * stages/cache.ts), and one spelling per choice keeps it at three variants a resource, where
+ * clients' spellings would make dozens; the upstream asked for that one encoding answers what
+ * fits the variant it is stored as. The client's own field stays as it came (`ctx.req` is
+ * read-only). The compress stage (after the cache) does the compressing.
  */
 import { HttpProblem } from '../../shared/errors.ts';
 import { preferredEncoding } from '../compression/accept-encoding.ts';
 import type { CompressionConfig } from '../compression/config-schema.ts';
-import { hasRequestBody } from '../edge/request-body.ts';
 import type { Stage } from '../pipeline/context.ts';
 
 export function createNegotiateEncodingStage(config: CompressionConfig): Stage {
@@ -22,17 +22,15 @@ export function createNegotiateEncodingStage(config: CompressionConfig): Stage {
   return function negotiateEncoding(ctx, next) {
     const headers = ctx.req.headers;
     const coding = headers['content-encoding'];
-    if (coding !== undefined && hasRequestBody(ctx.req)) refuseUnreadable(coding, readable, acceptEncoding);
+    if (coding !== undefined && ctx.upstream.body !== null)
+      refuseUnreadable(coding, readable, acceptEncoding);
     // Only the cache needs one spelling: elsewhere the compress stage reads the client's own
     // field (its answer is remembered per value), and an upstream that encodes by itself
     // answers the client's full list, which the client accepts as it is.
-    if (config.enabled && ctx.route?.cache === true) {
+    if (config.enabled && ctx.upstream.route?.cache === true) {
       const sent = headers['accept-encoding'];
       const chosen = preferredEncoding(sent);
-      if (sent !== chosen) {
-        headers['accept-encoding'] = chosen;
-        ctx.upstreamHeaders.set('accept-encoding', chosen);
-      }
+      if (sent !== chosen) ctx.upstream.headers.set('accept-encoding', chosen);
     }
     return next();
   };

@@ -24,8 +24,8 @@ export function createRateLimitStage(deps: RateLimitStageDeps): Stage {
     const decision = await deps.limiter.check({
       method: ctx.req.method ?? 'GET',
       path: ctx.path,
-      clientIp: ctx.clientIp,
-      principal: ctx.principal,
+      clientIp: ctx.upstream.clientIp,
+      principal: ctx.upstream.principal,
     });
     ctx.facts.rateLimit = AUDIT_FACTS[decision.kind][decision.store];
     if (decision.kind === 'unavailable') throw storeUnavailableProblem();

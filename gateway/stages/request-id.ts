@@ -23,10 +23,11 @@ export type RequestIdConfig = Static<typeof RequestIdConfigSchema>;
 export function createRequestIdStage(config: RequestIdConfig): Stage {
   return async function requestId(ctx, next) {
     const sent = config.acceptFromClient ? ctx.req.headers[REQUEST_ID_HEADER] : undefined;
-    ctx.requestId = isWellFormedRequestId(sent) ? sent : randomUUID();
+    const id = isWellFormedRequestId(sent) ? sent : randomUUID();
+    ctx.upstream.requestId = id;
     await next();
     // On every answer, refusals included; the upstream may echo its own id, and the client
     // gets the one its logs will show.
-    if (ctx.response !== undefined) ctx.response.headers[REQUEST_ID_HEADER] = ctx.requestId;
+    if (ctx.response !== undefined) ctx.response.headers[REQUEST_ID_HEADER] = id;
   };
 }

@@ -24,7 +24,7 @@ export function createRouteStage(routes: readonly RouteDefinition[]): Stage {
     const { path } = ctx;
     const match = byLength.find((r) => path === r.route.prefix || path.startsWith(r.below));
     if (match === undefined) throw new HttpProblem('ERR_ROUTE_NOT_FOUND', `no route serves ${path}`);
-    ctx.route = match.route;
+    ctx.upstream.route = match.route;
     return next();
   };
 }

@@ -34,13 +34,13 @@ export function createTraceContextStage(config: TracingConfig, exporter?: SpanEx
     // Sampled says "the caller may have recorded": of a new trace, only when we export it.
     const sampled = parent?.sampled ?? sampleNew(traceId);
     ctx.facts.traceId = traceId;
-    ctx.upstreamHeaders.set('traceparent', formatTraceParent(traceId, spanId, sampled));
+    ctx.upstream.headers.set('traceparent', formatTraceParent(traceId, spanId, sampled));
     // tracestate belongs to the trace its traceparent named: with a new trace it must go.
     if (
       headers.tracestate !== undefined &&
       (parent === undefined || !isValidTraceState(headers.tracestate))
     ) {
-      ctx.upstreamHeaders.delete('tracestate');
+      ctx.upstream.headers.delete('tracestate');
     }
     if (exporter !== undefined && sampled) {
       exportOnClose(ctx, exporter, { traceId, spanId, parentSpanId: parent?.parentId });
@@ -67,7 +67,7 @@ function exportOnClose(ctx: GatewayContext, exporter: SpanExporter, ids: SpanIds
   ctx.res.once('close', () => {
     const { req, res } = ctx;
     const method = req.method ?? 'OTHER';
-    const route = ctx.route?.prefix;
+    const route = ctx.upstream.route?.prefix;
     const status = res.headersSent ? res.statusCode : 499;
     exporter.record({
       traceId: ids.traceId,
@@ -82,7 +82,7 @@ function exportOnClose(ctx: GatewayContext, exporter: SpanExporter, ids: SpanIds
         'url.path': ctx.path,
         ...(route === undefined ? {} : { 'http.route': route }),
         'http.response.status_code': status,
-        'portico.request_id': ctx.requestId,
+        'portico.request_id': ctx.upstream.requestId,
       },
     });
   });

@@ -13,7 +13,7 @@
  */
 import { HttpProblem } from '../../shared/errors.ts';
 import { IDENTITY_HEADER, signAssertion, type AssertionKey } from '../../shared/identity-assertion.ts';
-import { hasRequestBody, readLimitedBody, tooLarge } from '../edge/request-body.ts';
+import { readLimitedBody, tooLarge } from '../edge/request-body.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
 import {
   bufferedResponse,
@@ -61,19 +61,20 @@ export function createForward(config: ProxyConfig, deps: ForwardDeps): Forward {
   };
 
   return async function forward(ctx) {
-    const route = ctx.route;
+    const request = ctx.upstream;
+    const route = request.route;
     if (route === undefined) throw new Error('forwarding needs the route stage before it');
     const set = deps.routes.of(route);
-    const method = ctx.req.method ?? 'GET';
+    const method = request.method;
 
-    const declared = ctx.req.headers['content-length'];
+    const declared = request.headers.get('content-length');
     if (declared !== undefined && Number(declared) > deps.maxBodyBytes) throw tooLarge(deps.maxBodyBytes);
-    const hasBody = hasRequestBody(ctx.req);
+    const hasBody = request.body !== null;
 
-    const headers = upstreamHeaders(ctx, method, config.trustProxy, signingKey);
+    const headers = upstreamHeaders(ctx, config.trustProxy, signingKey);
     let member = pickMember(set);
     if (member === undefined) throw unavailable(set);
-    const body = hasBody ? await readLimitedBody(ctx.req, deps.maxBodyBytes) : null;
+    const body = request.body === null ? null : await readLimitedBody(request.body, deps.maxBodyBytes);
     // Whatever of the body the upstream did not take is read and dropped once the answer is
     // out, so the keep-alive that answer promised holds.
     if (body !== null) ctx.res.once('finish', () => body.discardRest());
@@ -88,7 +89,7 @@ export function createForward(config: ProxyConfig, deps: ForwardDeps): Forward {
       try {
         const answer = await relayableAnswer(
           await callUpstream(target.pool, {
-            path: ctx.target,
+            path: request.target,
             method,
             headers,
             body: body?.stream ?? null,
@@ -137,19 +138,16 @@ export function createForward(config: ProxyConfig, deps: ForwardDeps): Forward {
 /** The request's headers as they go upstream: forwarding fields, and the principal asserted. */
 function upstreamHeaders(
   ctx: GatewayContext,
-  method: string,
   trustProxy: ProxyConfig['trustProxy'],
   signingKey: AssertionKey | undefined,
 ): string[] {
   // The credential itself never goes upstream (forwarded-headers.ts); the principal, where
   // there is one, goes as the gateway's signed assertion.
   const headers = forwardedHeaders(ctx, trustProxy);
-  if (ctx.principal !== undefined) {
+  const { principal, method, target, requestId } = ctx.upstream;
+  if (principal !== undefined) {
     if (signingKey === undefined) throw new Error('proxy: a principal is set but no assertion key was given');
-    headers.push(
-      IDENTITY_HEADER,
-      signAssertion(signingKey, ctx.principal, { method, target: ctx.target, requestId: ctx.requestId }),
-    );
+    headers.push(IDENTITY_HEADER, signAssertion(signingKey, principal, { method, target, requestId }));
   }
   return headers;
 }

@@ -37,7 +37,7 @@ export function forwardedHeaders(ctx: GatewayContext, trustProxy: TrustProxy): s
   // What a trusted load balancer said before us; never read otherwise.
   const incoming = trusted ? new Map<string, string[]>() : undefined;
   let cookies: string[] | undefined;
-  ctx.upstreamHeaders.forEach((name, value) => {
+  ctx.upstream.headers.forEach((name, value) => {
     // HTTP/2 pseudo-headers are no HTTP/1.1 fields (`:authority` goes on as the forwarded host).
     if (name.charCodeAt(0) === COLON || drop.has(name) || NOT_FORWARDED.has(name)) return;
     if (CLIENT_FORWARDING.has(name)) {
@@ -54,7 +54,7 @@ export function forwardedHeaders(ctx: GatewayContext, trustProxy: TrustProxy): s
   if (cookies !== undefined) out.push('cookie', cookies.join('; '));
 
   // Without a trusted balancer the client address is the peer's, already worked out.
-  const address = trusted ? peerAddress(req) : ctx.clientIp;
+  const address = trusted ? peerAddress(req) : ctx.upstream.clientIp;
   const host = req.headers.host ?? '';
   // RFC 7239: IPv6 addresses are bracketed and the node quoted.
   const node = address.includes(':') ? `"[${address}]"` : address;
@@ -73,7 +73,7 @@ export function forwardedHeaders(ctx: GatewayContext, trustProxy: TrustProxy): s
     'x-forwarded-host',
     incoming?.get('x-forwarded-host')?.[0] ?? host,
     REQUEST_ID_HEADER,
-    ctx.requestId,
+    ctx.upstream.requestId,
   );
   return out;
 }

@@ -58,7 +58,7 @@ if (rung.without.includes('route')) {
   // The proxy needs the route it forwards to: set it, at no cost worth measuring.
   const only = config.routes[0]!;
   const fixedRoute: Stage = (ctx, next) => {
-    ctx.route = only;
+    ctx.upstream.route = only;
     return next();
   };
   overrides.route = fixedRoute;

@@ -21,7 +21,6 @@
  */
 import type { Readable } from 'node:stream';
 import { LRUCache } from 'lru-cache';
-import { hasRequestBody } from '../../edge/request-body.ts';
 import { ClientGoneError, type GatewayContext } from '../../pipeline/context.ts';
 import { DEFAULT_COLLAPSE } from '../../config/schema/cache.ts';
 import type { CacheRequest, HttpCache, StoredResponse } from '../http-cache.ts';
@@ -85,7 +84,7 @@ export function createCollapseMiss(cache: HttpCache): CollapseMiss {
 
 /** Undefined for requests never collapsed: not a plain GET, no-store, or no partition of their own. */
 function collapseKey(ctx: GatewayContext, request: CacheRequest): string | undefined {
-  if (request.method !== 'GET' || request.directives.has('no-store') || hasRequestBody(ctx.req))
+  if (request.method !== 'GET' || request.directives.has('no-store') || ctx.upstream.body !== null)
     return undefined;
   const { caller } = request;
   const partition = caller.own ?? (caller.authenticated ? undefined : SHARED_PARTITION);

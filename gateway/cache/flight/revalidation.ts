@@ -7,7 +7,6 @@ import type { Readable } from 'node:stream';
 import type { GatewayContext, GatewayResponse } from '../../pipeline/context.ts';
 import type { UpstreamHeaders } from '../../pipeline/upstream-headers.ts';
 import type { Forward } from '../../upstream/forward.ts';
-import { hasRequestBody } from '../../edge/request-body.ts';
 import { readBody } from './body-tee.ts';
 import type { CacheRequest, Fill, HttpCache, StoredResponse } from '../http-cache.ts';
 
@@ -25,14 +24,14 @@ export function revalidateInBackground(
 ): void {
   // A HEAD would bring back no body to store; the next GET revalidates instead. A GET with a
   // body is not replayed: its body went to no one and cannot be read again.
-  if (entry.revalidating === true || request.method !== 'GET' || hasRequestBody(ctx.req)) return;
+  if (entry.revalidating === true || request.method !== 'GET' || ctx.upstream.body !== null) return;
   entry.revalidating = true;
   ctx.res.once('close', () => {
     if (ctx.signal.gone) {
       entry.revalidating = false;
       return;
     }
-    setValidators(ctx.upstreamHeaders, validatorsOf(entry, request));
+    setValidators(ctx.upstream.headers, validatorsOf(entry, request));
     const fill = cache.beginFill(request.path);
     void (async () => {
       try {

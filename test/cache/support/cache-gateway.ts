@@ -92,11 +92,11 @@ export interface TestResponse {
 
 const keys = parseAssertionKeys(`test:${randomBytes(32).toString('base64')}`);
 
-/** Sets ctx.principal from `Authorization: Test <customer> [scopes]`, as authenticate would. */
+/** Sets ctx.upstream.principal from `Authorization: Test <customer> [scopes]`, as authenticate would. */
 const testAuthenticate: Stage = async (ctx, next) => {
   const match = /^Test (\S+)(?: (\S+))?$/.exec(ctx.req.headers.authorization ?? '');
   if (match !== null) {
-    ctx.principal = {
+    ctx.upstream.principal = {
       subject: `user-${match[1]}`,
       customerId: match[1] ?? '',
       scopes: (match[2] ?? '').split(',').filter((s) => s !== ''),

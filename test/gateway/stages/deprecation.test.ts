@@ -131,7 +131,13 @@ describe('deprecated calls in /metrics', () => {
     const asCustomer: Stage = async (ctx, next) => {
       const customer = ctx.req.headers['x-test-customer'];
       if (typeof customer === 'string')
-        ctx.principal = { subject: 's', customerId: customer, scopes: [], authMethod: 'apikey', keyId: 'k' };
+        ctx.upstream.principal = {
+          subject: 's',
+          customerId: customer,
+          scopes: [],
+          authMethod: 'apikey',
+          keyId: 'k',
+        };
       await next();
     };
     const { gw } = await setup(asCustomer);
@@ -155,7 +161,7 @@ describe('deprecated calls in /metrics', () => {
 
   it('keeps customer label values bounded: past 100 customers they count as other', async () => {
     const asCustomer: Stage = async (ctx, next) => {
-      ctx.principal = {
+      ctx.upstream.principal = {
         subject: 's',
         customerId: String(ctx.req.headers['x-test-customer']),
         scopes: [],

@@ -298,7 +298,7 @@ describe('streaming', () => {
 });
 
 describe('identity seam', () => {
-  it('signs an assertion of ctx.principal with the first key, for this request only', async () => {
+  it('signs an assertion of ctx.upstream.principal with the first key, for this request only', async () => {
     const upstream = await startRecordingUpstream();
     cleanups.push(() => upstream.close());
     const keys = [
@@ -316,7 +316,7 @@ describe('identity seam', () => {
       {
         stages: {
           authenticate: async (ctx, next) => {
-            ctx.principal = {
+            ctx.upstream.principal = {
               subject: 'u1',
               customerId: 'cus_1',
               scopes: ['orders:read'],
