@@ -2,7 +2,8 @@
  * CORS per route over real sockets: a real gateway (HTTPS, real authentication with the
  * development issuer of a temporary data dir) and fetch (undici's, the one Node ships) with
  * the Origin and Access-Control-Request-* fields a browser sends; each answer is put through
- * the Fetch standard's CORS check as a browser would.
+ * the Fetch standard's CORS check as a browser would. What the config refuses:
+ * cors-config.unit.test.ts.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,7 +12,6 @@ import { fetch, type Response } from 'undici';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { parseAssertionKeys } from '../../../shared/assertion-keys.ts';
-import { ConfigError, parseConfig } from '../../../gateway/config/load.ts';
 import { loadOrCreateDevIssuer } from '../../../gateway/identity/dev-issuer.ts';
 import {
   startRecordingUpstream,
@@ -203,48 +203,5 @@ describe('requests from a page', () => {
     expect(response.headers.get('access-control-allow-origin')).toBe('*');
     expect(passesCorsCheck(response, OTHER)).toBe(true);
     expect(response.headers.get('vary')).not.toMatch(/origin/i);
-  });
-});
-
-describe('config', () => {
-  const problemsOf = (cors: unknown): readonly string[] => {
-    try {
-      parseConfig({ routes: [{ prefix: '/v1', upstream: 'http://127.0.0.1:1', cors }] });
-    } catch (error) {
-      if (error instanceof ConfigError) return error.problems;
-      throw error;
-    }
-    return [];
-  };
-
-  it('refuses * with credentials', () => {
-    expect(problemsOf({ origins: ['*'], credentials: true })).toEqual([
-      'routes[0].cors.origins: "*" cannot be used with credentials: true; list the values',
-    ]);
-    expect(problemsOf({ origins: [APP], headers: ['*'], credentials: true })[0]).toMatch(
-      /^routes\[0\]\.cors\.headers:/,
-    );
-  });
-
-  it('refuses what is not an origin, each by its path', () => {
-    const problems = problemsOf({
-      origins: [
-        APP,
-        'https://app.example.com/',
-        'https://App.example.com',
-        'null',
-        'app.example.com',
-        'https://x:443',
-      ],
-    });
-    expect(problems.map((p) => p.split(':')[0])).toEqual([
-      'routes[0].cors.origins[1]',
-      'routes[0].cors.origins[2]',
-      'routes[0].cors.origins[3]',
-      'routes[0].cors.origins[4]',
-      'routes[0].cors.origins[5]',
-    ]);
-    expect(problemsOf({ origins: ['*', APP] })[0]).toMatch(/cannot be listed with others/);
-    expect(problemsOf({ origins: [APP, 'http://localhost:5173'] })).toEqual([]);
   });
 });

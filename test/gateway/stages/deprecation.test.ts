@@ -2,11 +2,11 @@
  * Deprecated routes over real sockets: `Deprecation` (RFC 9745), `Sunset` (RFC 8594) and
  * `Link` rel="deprecation"/"sunset" on every answer of the route, refusals of later stages and
  * cache hits included, the upstream's own links kept; other routes untouched; calls counted in
- * /metrics by route, principal kind and (bounded) customer; the config validated.
+ * /metrics by route, principal kind and (bounded) customer. The config's validation:
+ * deprecation-config.unit.test.ts.
  */
 import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../../gateway/config/load.ts';
 import type { Stage } from '../../../gateway/pipeline/context.ts';
 import { HttpProblem } from '../../../shared/errors.ts';
 import { startRecordingUpstream, startTestGateway, type TestGateway } from '../support/harness.ts';
@@ -175,37 +175,5 @@ describe('deprecated calls in /metrics', () => {
     const series = text.match(/^portico_deprecated_requests_by_customer_total\{.*$/gm) ?? [];
     expect(series).toHaveLength(101);
     expect(text).toMatch(/customer="other"\} 5$/m);
-  });
-});
-
-describe('deprecation config', () => {
-  const route = (deprecation: unknown) => ({
-    routes: [{ prefix: '/v1', upstream: 'http://127.0.0.1:1', deprecation }],
-  });
-
-  it('reports every bad key by path, at once', () => {
-    expect(() =>
-      parseConfig(route({ at: '2026-06-01', sunset: '2026-05-01', link: 'ftp://example.com/x', extra: 1 })),
-    ).toThrow(/routes\[0\]\.deprecation\.extra: unknown key/);
-    try {
-      parseConfig(route({ at: 'soon', sunset: '2026-05-01', link: 'not a url' }));
-      expect.unreachable();
-    } catch (error) {
-      expect((error as { problems: string[] }).problems).toEqual([
-        'routes[0].deprecation.at: must be a date (2026-06-01) or an RFC 3339 date-time',
-        'routes[0].deprecation.link: must be an http: or https: URL',
-      ]);
-    }
-  });
-
-  it('refuses a sunset before the deprecation', () => {
-    expect(() => parseConfig(route({ at: '2026-06-01', sunset: '2026-05-31T23:59:59Z' }))).toThrow(
-      /routes\[0\]\.deprecation\.sunset: must not be before at/,
-    );
-  });
-
-  it('requires at, and accepts a sunset equal to it', () => {
-    expect(() => parseConfig(route({ sunset: '2026-06-01' }))).toThrow(/deprecation.*at/);
-    expect(() => parseConfig(route({ at: '2026-06-01', sunset: '2026-06-01T00:00:00Z' }))).not.toThrow();
   });
 });

@@ -1,10 +1,9 @@
 /**
  * Several targets behind one route, each a real process: load shared by weight, a slow target
- * given less, and the config of targets validated by path.
+ * given less. The config of targets, validated by path: upstream-balancing-config.unit.test.ts.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
-import { ConfigError, parseConfig } from '../../../gateway/config/load.ts';
 import { startTestGateway, type TestGateway } from '../support/harness.ts';
 import { startReplica, type Replica } from '../support/replica-process.ts';
 
@@ -104,95 +103,5 @@ describe('several targets per route', () => {
     }
     expect(quiet['fast']).toBeGreaterThanOrEqual(4);
     expect(quiet['slow']).toBeGreaterThanOrEqual(4);
-  });
-});
-
-describe('config', () => {
-  it('reports every bad key of targets and health checks by path, at once', () => {
-    let error: unknown;
-    try {
-      parseConfig({
-        routes: [
-          { prefix: '/a', upstream: 'http://a:1', upstreams: [{ url: 'http://b:1' }] },
-          { prefix: '/b' },
-          {
-            prefix: '/c',
-            upstreams: [{ url: 'http://c:1', weight: 0 }, { url: 'ftp://c:2' }],
-          },
-          {
-            prefix: '/d',
-            upstreams: [{ url: 'http://d:1/path' }, { url: 'http://d:1' }],
-            healthCheck: { path: '/healthz', intervalMs: 1000, timeoutMs: 1000 },
-          },
-        ],
-        proxy: {
-          outlierDetection: { baseEjectionMs: 5000, maxEjectionMs: 1000 },
-          retryBudget: { percent: 101 },
-        },
-      });
-    } catch (caught) {
-      error = caught;
-    }
-    expect(error).toBeInstanceOf(ConfigError);
-    expect((error as ConfigError).problems).toEqual(
-      expect.arrayContaining([
-        'routes[2].upstreams[0].weight: must be >= 1',
-        'proxy.retryBudget.percent: must be <= 100',
-      ]),
-    );
-    // Cross-field problems come once the schema passes; a second config shows those.
-    let second: unknown;
-    try {
-      parseConfig({
-        routes: [
-          { prefix: '/a', upstream: 'http://a:1', upstreams: [{ url: 'http://b:1' }] },
-          { prefix: '/b' },
-          { prefix: '/c', upstreams: [{ url: 'http://c:1' }, { url: 'ftp://c:2' }] },
-          {
-            prefix: '/d',
-            upstreams: [{ url: 'http://d:1/path' }, { url: 'http://d:1' }],
-            healthCheck: { path: '/healthz', intervalMs: 1000, timeoutMs: 1000 },
-          },
-        ],
-        proxy: { outlierDetection: { baseEjectionMs: 5000, maxEjectionMs: 1000 } },
-      });
-    } catch (caught) {
-      second = caught;
-    }
-    expect((second as ConfigError).problems).toEqual([
-      'routes[0]: needs exactly one of upstream and upstreams',
-      'routes[1]: needs exactly one of upstream and upstreams',
-      'routes[2].upstreams[1].url: must be an http: or https: URL',
-      'routes[3].upstreams[0].url: must be an origin only (scheme, host, port)',
-      'routes[3].upstreams[1].url: http://d:1 is listed already',
-      'routes[3].healthCheck.timeoutMs: must be below intervalMs (1000)',
-      'proxy.outlierDetection.maxEjectionMs: must be at least baseEjectionMs (5000)',
-    ]);
-  });
-
-  it('fills target weights and health check defaults', () => {
-    const { config } = parseConfig({
-      routes: [
-        {
-          prefix: '/v1',
-          upstreams: [{ url: 'http://a:1' }, { url: 'http://b:1', weight: 4 }],
-          healthCheck: {},
-        },
-      ],
-    });
-    expect(config.routes[0]).toMatchObject({
-      upstreams: [
-        { url: 'http://a:1', weight: 1 },
-        { url: 'http://b:1', weight: 4 },
-      ],
-      healthCheck: {
-        path: '/healthz',
-        intervalMs: 5000,
-        timeoutMs: 1000,
-        healthyAfter: 2,
-        unhealthyAfter: 3,
-      },
-    });
-    expect(config.proxy.retryBudget).toEqual({ percent: 20, minRetryConcurrency: 3 });
   });
 });
