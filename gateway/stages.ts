@@ -21,7 +21,7 @@ import { createDeprecationStage } from './stages/deprecation.ts';
 import { createHygieneStage } from './stages/hygiene.ts';
 import { createNegotiateEncodingStage } from './stages/negotiate-encoding.ts';
 import { createProxyStage } from './stages/proxy.ts';
-import { createRateLimitStage } from './stages/rate-limit.ts';
+import { createRateLimitStage, RateLimitGate } from './stages/rate-limit.ts';
 import { createRequestIdStage } from './stages/request-id.ts';
 import { createRouteStage } from './stages/route.ts';
 import { createTraceContextStage } from './stages/trace-context.ts';
@@ -66,7 +66,10 @@ export function createStages(
 ): NamedStage[] {
   const authenticate = authenticateStage(config, deps, overrides.authenticate);
   const deprecation = createDeprecationStage(config.routes, deps.countDeprecatedCall ?? (() => {}));
-  const cors = createCorsStage(config.routes, deps.limiter);
+  // The rate-limit stage's service: it counts CORS preflights too, which are answered before
+  // that stage (and before authentication) is reached.
+  const rateLimitGate = new RateLimitGate(deps.limiter);
+  const cors = createCorsStage(config.routes, rateLimitGate);
   const compress = createCompressStage(config.compression);
   // Set once the list is final, overrides applied (below).
   let belowTheCache: Forward = deps.forward;
@@ -86,7 +89,7 @@ export function createStages(
     // Before anything is spent on the request: who is calling, or 401/403/503.
     ...(authenticate === undefined ? [] : [{ name: 'authenticate' as const, stage: authenticate }]),
     // After authentication, so that limits can count per principal, customer or key.
-    { name: 'rate-limit', stage: createRateLimitStage({ limiter: deps.limiter }) },
+    { name: 'rate-limit', stage: createRateLimitStage(rateLimitGate) },
     // Before the cache, which keys its variants on the Accept-Encoding this settles.
     { name: 'negotiate-encoding', stage: createNegotiateEncodingStage(config.compression) },
     // After the limits (a cache hit still counts), right before the proxy it saves a trip to.

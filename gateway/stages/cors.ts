@@ -5,7 +5,8 @@
  * - A preflight (OPTIONS with Origin and Access-Control-Request-Method) is answered here,
  *   never forwarded: browsers send it without credentials, so it must not meet the
  *   authenticate stage's 401. It is counted first, as an anonymous request from its address
- *   (the rate limiter's `ip` and `principal` policies; the latter keys it `ip:<address>`).
+ *   (the rate limiter's `ip` and `principal` policies; the latter keys it `ip:<address>`), by
+ *   the rate-limit stage's gate (stages/rate-limit.ts), which the builder hands to this stage.
  *   An allowed origin gets 204 with the Access-Control-Allow-* fields; another gets a 403
  *   problem without any Access-Control-* field, which the browser reports as a CORS failure.
  * - Any other request from an allowed origin gets Access-Control-Allow-Origin (and -Credentials,
@@ -22,8 +23,7 @@ import { compileCors, type CorsPolicy } from '../cors/policy.ts';
 import { problemResponse } from '../pipeline/problem-response.ts';
 import type { GatewayContext, GatewayResponse, Stage } from '../pipeline/context.ts';
 import { mergeVary } from '../foundation/vary.ts';
-import { rateLimitFields, rateLimitProblem, storeUnavailableProblem } from '../rate-limit/headers.ts';
-import type { RateLimiter } from '../rate-limit/limiter.ts';
+import type { RateLimitGate } from './rate-limit.ts';
 import type { RouteDefinition } from './route-schema.ts';
 
 /** Fields of the upstream's own CORS answer, replaced by the route's policy. */
@@ -36,7 +36,11 @@ const UPSTREAM_CORS_FIELDS = [
   'access-control-max-age',
 ];
 
-export function createCorsStage(routes: readonly RouteDefinition[], limiter: RateLimiter): Stage | undefined {
+/** `preflights` counts preflights: the rate-limit stage's gate, handed over by the builder. */
+export function createCorsStage(
+  routes: readonly RouteDefinition[],
+  preflights: RateLimitGate,
+): Stage | undefined {
   const policies = new Map<string, CorsPolicy>();
   for (const route of routes)
     if (route.cors !== undefined) policies.set(route.prefix, compileCors(route.cors));
@@ -52,7 +56,7 @@ export function createCorsStage(routes: readonly RouteDefinition[], limiter: Rat
       ctx.req.method === 'OPTIONS' &&
       headers['access-control-request-method'] !== undefined
     ) {
-      ctx.response = await preflight(ctx, policy, origin, limiter);
+      ctx.response = await preflight(ctx, policy, origin, preflights);
       return;
     }
     await next();
@@ -67,27 +71,18 @@ async function preflight(
   ctx: GatewayContext,
   policy: CorsPolicy,
   origin: string,
-  limiter: RateLimiter,
+  gate: RateLimitGate,
 ): Promise<GatewayResponse> {
-  const decision = await limiter.check({
-    method: 'OPTIONS',
-    path: ctx.path,
-    clientIp: ctx.upstream.clientIp,
-  });
-  ctx.facts.rateLimit =
-    decision.kind === 'unavailable' ? 'unavailable' : `${decision.kind}:${decision.store}`;
+  // Before authentication, so counted as an anonymous request from its address.
+  const decision = await gate.count(ctx);
+  const refusal = gate.refusal(ctx, decision);
   ctx.facts.auth = { outcome: 'none', reason: 'cors preflight' };
   let response: GatewayResponse;
-  if (decision.kind === 'unavailable') response = problemResponse(storeUnavailableProblem(), ctx.path);
-  else if (decision.kind === 'limited') response = problemResponse(rateLimitProblem(decision), ctx.path);
+  if (refusal !== undefined) response = problemResponse(refusal, ctx.path);
   else if (!policy.allows(origin)) response = problemResponse(notAllowed(origin), ctx.path);
   else {
     response = { status: 204, headers: preflightFields(policy), body: null };
-    if (decision.outcomes.length > 0) {
-      const fields = rateLimitFields(decision.outcomes);
-      response.headers['ratelimit-policy'] = fields.policy;
-      response.headers['ratelimit'] = fields.state;
-    }
+    gate.describe(response.headers, decision);
   }
   allowRead(response.headers, policy, origin);
   return response;

@@ -3,14 +3,16 @@
  * authentication (so limits can key on the principal), refuses with 429 when one is exceeded,
  * and puts `RateLimit-Policy` / `RateLimit` on every answer a policy applied to, refusals of
  * later stages included.
+ *
+ * What it does with the limiter is a service of its own, `RateLimitGate`, which the builder
+ * (gateway/stages.ts) hands to this stage and to the CORS stage: preflights, answered before
+ * this stage is reached, are counted by the same gate, never by a call of the CORS stage's
+ * own into the rate-limit subsystem.
  */
-import type { Stage } from '../pipeline/context.ts';
+import type { HttpProblem } from '../../shared/errors.ts';
+import type { GatewayContext, Stage } from '../pipeline/context.ts';
 import { rateLimitFields, rateLimitProblem, storeUnavailableProblem } from '../rate-limit/headers.ts';
 import type { RateLimitDecision, RateLimiter, StoreState } from '../rate-limit/limiter.ts';
-
-export interface RateLimitStageDeps {
-  limiter: RateLimiter;
-}
 
 /** The decision as the audit record states it: `allowed:redis`, `limited:memory`, `unavailable`. */
 const AUDIT_FACTS: Record<RateLimitDecision['kind'], Record<StoreState, string>> = {
@@ -19,24 +21,52 @@ const AUDIT_FACTS: Record<RateLimitDecision['kind'], Record<StoreState, string>>
   unavailable: { redis: 'unavailable', memory: 'unavailable', none: 'unavailable' },
 };
 
-export function createRateLimitStage(deps: RateLimitStageDeps): Stage {
-  return async function rateLimit(ctx, next) {
-    const decision = await deps.limiter.check({
+/**
+ * Counts a request, judges it and describes the count on its answer. Three calls rather than
+ * one async one: the stage keeps a single promise of its own per request.
+ */
+export class RateLimitGate {
+  readonly #limiter: RateLimiter;
+
+  constructor(limiter: RateLimiter) {
+    this.#limiter = limiter;
+  }
+
+  /** Counts the request: as its principal once authenticated, else as one from its address. */
+  count(ctx: GatewayContext): Promise<RateLimitDecision> {
+    return this.#limiter.check({
       method: ctx.req.method ?? 'GET',
       path: ctx.path,
       clientIp: ctx.upstream.clientIp,
       principal: ctx.upstream.principal,
     });
+  }
+
+  /** Tells the audit record; the refusal to answer with when the request may not pass. */
+  refusal(ctx: GatewayContext, decision: RateLimitDecision): HttpProblem | undefined {
     ctx.facts.rateLimit = AUDIT_FACTS[decision.kind][decision.store];
-    if (decision.kind === 'unavailable') throw storeUnavailableProblem();
-    if (decision.kind === 'limited') throw rateLimitProblem(decision);
-    await next();
+    if (decision.kind === 'unavailable') return storeUnavailableProblem();
+    if (decision.kind === 'limited') return rateLimitProblem(decision);
+    return undefined;
+  }
+
+  /** `RateLimit-Policy` and `RateLimit` on an answer, when a policy applied to the request. */
+  describe(headers: Record<string, string | string[]>, decision: RateLimitDecision): void {
+    if (decision.kind === 'unavailable' || decision.outcomes.length === 0) return;
     // Response header names are lower case (as undici gives the upstream's), so that a name
     // is never sent twice in two spellings.
-    const response = ctx.response;
-    if (response === undefined || decision.outcomes.length === 0) return;
     const fields = rateLimitFields(decision.outcomes);
-    response.headers['ratelimit-policy'] = fields.policy;
-    response.headers['ratelimit'] = fields.state;
+    headers['ratelimit-policy'] = fields.policy;
+    headers['ratelimit'] = fields.state;
+  }
+}
+
+export function createRateLimitStage(gate: RateLimitGate): Stage {
+  return async function rateLimit(ctx, next) {
+    const decision = await gate.count(ctx);
+    const refusal = gate.refusal(ctx, decision);
+    if (refusal !== undefined) throw refusal;
+    await next();
+    if (ctx.response !== undefined) gate.describe(ctx.response.headers, decision);
   };
 }
