@@ -31,11 +31,11 @@ export interface GatewayEnvironment {
   logLevel: string;
 }
 
-/** Bad environment variables, one `NAME: reason` per problem. */
+/** Bad environment variables, one `NAME ...` reason per problem; the message is one line. */
 export class EnvironmentError extends Error {
   readonly problems: readonly string[];
   constructor(problems: readonly string[]) {
-    super(`invalid environment:\n  ${problems.join('\n  ')}`);
+    super(problems.join('; '));
     this.name = 'EnvironmentError';
     this.problems = problems;
   }
@@ -77,6 +77,16 @@ export function environmentProblems(env: NodeJS.ProcessEnv): string[] {
     }
   }
   return problems;
+}
+
+/** LOG_LEVEL when pino knows it, else info: the logger must exist to report the bad value. */
+export function logLevelOf(env: NodeJS.ProcessEnv): string {
+  try {
+    logLevel(env);
+    return env['LOG_LEVEL'] || 'info';
+  } catch {
+    return 'info';
+  }
 }
 
 export function port(env: NodeJS.ProcessEnv, name: string, fallback: number): number {

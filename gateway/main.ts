@@ -10,15 +10,17 @@ import cluster from 'node:cluster';
 import { installCrashGuard } from '../shared/crash-guard.ts';
 import { armExitDeadline } from '../shared/exit-deadline.ts';
 import { runCheck } from './check.ts';
-import { ConfigError, loadConfig } from './config/load.ts';
+import { loadConfig } from './config/load.ts';
+import { logLevelOf, readGatewayEnvironment } from './environment.ts';
 import { createLogger } from './observability/logger.ts';
 import { runGateway } from './run.ts';
+import { reportStartFailure } from './start-failure.ts';
 import { reportListening, runPrimary, workerCount } from './workers.ts';
 
 // `--check [FILE]`: judge the config and the environment, start nothing (check.ts).
 if (process.argv[2] === '--check') process.exit(runCheck(process.argv.slice(3), process.env));
 
-const log = createLogger({ level: process.env['LOG_LEVEL'] ?? 'info' });
+const log = createLogger({ level: logLevelOf(process.env) });
 /** What a stop may take beyond the drain deadline before the process exits regardless. */
 const STOP_MARGIN_MS = 2000;
 /**
@@ -53,6 +55,8 @@ if (cluster.isWorker)
   });
 
 async function main(): Promise<void> {
+  // Every bad variable at once, before a worker or anything else starts.
+  readGatewayEnvironment(process.env);
   const workers = workerCount(process.env);
   if (workers > 1 && cluster.isPrimary) {
     // Read here for the drain deadline only; each worker reads the config again (and logs its warnings).
@@ -87,13 +91,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  if (error instanceof ConfigError) {
-    // For the operator at a terminal: the file and one problem per line; the log line is for machines.
-    process.stderr.write(`${error.message}\n`);
-    log.fatal({ file: error.source, problems: error.problems }, 'invalid gateway config');
-  } else {
-    log.fatal({ err: error }, 'gateway failed to start');
-  }
+  // For the operator at a terminal one readable line (a bad file: one per problem); the log line for machines.
+  reportStartFailure(error, log, 'gateway');
   process.exitCode = 1;
   // A worker's channel to the primary would keep it alive: closing it lets the process end.
   failedStart = true;

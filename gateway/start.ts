@@ -11,6 +11,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { createHttpDrain } from '../shared/http-drain.ts';
 import { Lifecycle } from '../shared/lifecycle.ts';
+import { portUnavailable } from '../shared/port-unavailable.ts';
 import { createDashboard } from './admin/dashboard.ts';
 import { loadDashboardAssets } from './admin/dashboard-assets.ts';
 import { checkHost, createAdminGuard, loadAdminToken } from './admin/purge-guard.ts';
@@ -105,7 +106,7 @@ export async function startGateway(
       },
       hostGuard: (req) => checkHost(req, adminHost, config.admin.allowedHosts),
     });
-    const adminAddress = await listen(admin, deps.adminPort, adminHost);
+    const adminAddress = await listen(admin, deps.adminPort, adminHost, 'ADMIN_PORT');
     lifecycle.defer('admin listener', () => closeServer(admin));
 
     const https = createHttpsListener(config.listener, {
@@ -126,7 +127,7 @@ export async function startGateway(
       built.metrics.connectionOpened();
       socket.once('close', () => built.metrics.connectionClosed());
     });
-    const httpsAddress = await listen(https, deps.port, config.listener.host);
+    const httpsAddress = await listen(https, deps.port, config.listener.host, 'GATEWAY_PORT');
     lifecycle.defer('https listener', async () => {
       draining = true;
       await httpsDrain.drain(config.listener.shutdownTimeoutMs);
@@ -180,12 +181,21 @@ function refusalEntry(refusal: Refusal): AuditEntry {
   };
 }
 
-/** One `listen`, as a promise: resolves with the address, rejects with a port in use. */
-function listen(server: NetServer, port: number, host: string | undefined): Promise<AddressInfo> {
+/**
+ * One `listen`, as a promise: resolves with the address, rejects with a port that cannot be
+ * taken, naming the `setting` that chose it.
+ */
+function listen(
+  server: NetServer,
+  port: number,
+  host: string | undefined,
+  setting: string,
+): Promise<AddressInfo> {
   return new Promise((resolve, reject) => {
-    server.once('error', reject);
+    const refuse = (error: Error) => reject(portUnavailable(error, setting, port, host));
+    server.once('error', refuse);
     server.listen(port, host, () => {
-      server.off('error', reject);
+      server.off('error', refuse);
       resolve(server.address() as AddressInfo);
     });
   });
@@ -208,7 +218,12 @@ async function startRedirect(
   if (!httpRedirect.enabled) return undefined;
   const httpsPort = httpRedirect.httpsPort ?? httpsAddress.port;
   const redirect = createRedirectListener(() => httpsPort, log);
-  const address = await listen(redirect, httpRedirect.port, config.listener.host);
+  const address = await listen(
+    redirect,
+    httpRedirect.port,
+    config.listener.host,
+    'listener.httpRedirect.port',
+  );
   lifecycle.defer('redirect listener', () => closeServer(redirect));
   return address;
 }

@@ -13,12 +13,13 @@ import { pino } from 'pino';
 import { Agent, getGlobalDispatcher, setGlobalDispatcher } from 'undici';
 import { loadAssertionKeys } from '../shared/assertion-keys.ts';
 import { installCrashGuard } from '../shared/crash-guard.ts';
-import { acquireDataDirLock, DataDirInUseError } from '../shared/data-dir-lock.ts';
-import { assertPrivateDirectory, SecretNotPrivateError } from '../shared/data-dir-secrets.ts';
+import { acquireDataDirLock } from '../shared/data-dir-lock.ts';
+import { assertPrivateDirectory } from '../shared/data-dir-secrets.ts';
 import { devPkiFiles, ensureDevPki } from '../shared/dev-pki.ts';
 import { TLS_CLIENT_OPTIONS } from '../shared/tls-policy.ts';
 import { Lifecycle } from '../shared/lifecycle.ts';
-import { ConfigError } from '../gateway/config/load.ts';
+import { EnvironmentError, environmentProblems, logLevelOf } from '../gateway/environment.ts';
+import { reportStartFailure } from '../gateway/start-failure.ts';
 import { DEV_ISSUER, loadOrCreateDevIssuer } from '../gateway/identity/dev-issuer.ts';
 import { armExitDeadline } from '../shared/exit-deadline.ts';
 import { createLogDestination } from '../shared/log-destination.ts';
@@ -29,6 +30,7 @@ import { describeTargets } from '../gateway/upstream/route-upstreams-schema.ts';
 import { startEmbeddedDatabase } from '../resource-service/db/embedded.ts';
 import type { EmbeddedDatabase } from '../resource-service/db/embedded.ts';
 import { DEMO_CUSTOMERS, hasDemoData, seedDemoData } from '../resource-service/demo-data.ts';
+import { readServiceConfig } from '../resource-service/config.ts';
 import { runService } from '../resource-service/run.ts';
 import { answerHelp, usageError } from './cli-args.ts';
 
@@ -50,7 +52,8 @@ const env: NodeJS.ProcessEnv = {
   PORTICO_DATA_DIR: process.env['PORTICO_DATA_DIR'] || '.portico',
 };
 const dataDir = env['PORTICO_DATA_DIR'] ?? '.portico';
-const level = env['LOG_LEVEL'] ?? 'info';
+// A bad LOG_LEVEL is refused below, by a logger that works.
+const level = logLevelOf(env);
 const gatewayLog = createLogger({ level });
 // Never blocking or retrying forever on a stdout whose reader left (`npm start | tee log`).
 const serviceLog = pino({ name: 'resource-service', level }, createLogDestination(1));
@@ -60,7 +63,19 @@ const DEFAULT_DATA_DIR = '.portico';
 /** Both servers run in this process: an escaped error drains both, then exits 1. */
 const crashGuard = installCrashGuard(gatewayLog, { deadlineMs: 120_000 });
 
+/** Every bad variable of the gateway and the service at once, before anything starts. */
+function refuseBadEnvironment(): void {
+  const problems = environmentProblems(env);
+  try {
+    readServiceConfig(env);
+  } catch (error) {
+    problems.push((error as Error).message);
+  }
+  if (problems.length > 0) throw new EnvironmentError(problems);
+}
+
 async function startEverything(lifecycle: Lifecycle) {
+  refuseBadEnvironment();
   // Before anything is written there: a data dir others may write is no place for our keys.
   assertPrivateDirectory(dataDir);
   const lock = acquireDataDirLock(dataDir, { purpose: 'npm start' });
@@ -239,15 +254,7 @@ function stopWhenOrphaned(stop: () => void): void {
 }
 
 main().catch((error: unknown) => {
-  // Refused, not failed: one line that says who holds the data dir, no stack trace.
-  if (error instanceof DataDirInUseError)
-    gatewayLog.fatal({ code: error.code, holder: error.holder, lockFile: error.lockFile }, error.message);
-  else if (error instanceof SecretNotPrivateError)
-    gatewayLog.fatal({ code: error.code, path: error.path }, error.message);
-  else if (error instanceof ConfigError) {
-    // The file and one problem per line, as an operator reads them; the log line for machines.
-    process.stderr.write(`${error.message}\n`);
-    gatewayLog.fatal({ file: error.source, problems: error.problems }, 'invalid gateway config');
-  } else gatewayLog.fatal({ err: error }, 'start failed');
+  // Refused, not failed: one readable line (what, and what to do), no stack trace.
+  reportStartFailure(error, gatewayLog, 'npm start');
   process.exit(1);
 });

@@ -60,7 +60,9 @@ export class ConfigError extends Error {
   constructor(source: string, problems: readonly string[], places: readonly ProblemPlace[] = []) {
     const described = problems.map((problem, index) => {
       const { line, excerpt } = places[index] ?? {};
-      return `${problem}${line === undefined ? '' : ` (line ${line})`}${excerpt === undefined ? '' : `\n${indent(excerpt, '    ')}`}`;
+      // A syntax error names its line and column already.
+      const place = line === undefined || problem.startsWith('(file)') ? '' : ` (line ${line})`;
+      return `${problem}${place}${excerpt === undefined ? '' : `\n${indent(excerpt, '    ')}`}`;
     });
     super(`invalid gateway config ${source}:\n  ${described.join('\n  ')}`);
     this.name = 'ConfigError';

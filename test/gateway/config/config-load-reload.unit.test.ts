@@ -58,6 +58,16 @@ describe('loading a config file', () => {
     expect(error.source).toMatch(/\.yaml$/);
   });
 
+  it('a YAML syntax error keeps the excerpt the parser drew, and a key problem its line', () => {
+    const syntax = refusal(['routes:', '  - prefix: /v1', 'upstream http://x', ''].join('\n'));
+    // The reason and place on one line (no "(line N)" added: it says it), the excerpt below.
+    expect(syntax.message).toMatch(
+      /\n {2}\(file\): Implicit map keys need to be followed by map values at line 3, column 1\n {6}- prefix: \/v1\n {4}upstream http:\/\/x\n {4}\^+$/,
+    );
+    const key = refusal(['routes:', '  - { prefix: /v1, upstream: nope }', ''].join('\n'));
+    expect(key.message).toContain('\n  routes[0].upstream: must be a URL (line 2)');
+  });
+
   it('skips the cross-field checks only of a section the schema refused', () => {
     const error = refusal(['routes: 7', 'listener: { tls: { certFile: a.crt } }', ''].join('\n'));
     expect(error.problems).toEqual(
