@@ -17,7 +17,7 @@ import type { ReadinessCheck } from './admin/server.ts';
 import { createAuditLog, type AuditLog } from './audit/audit-log.ts';
 import { createHttpCache, type HttpCache } from './cache/http-cache.ts';
 import { registerCacheMetrics } from './cache/metrics.ts';
-import type { GatewayConfig } from './config/load.ts';
+import type { GatewayConfig } from './config/schema/gateway.ts';
 import { createClientIp } from './edge/client-ip.ts';
 import { createAuthenticator, type Authenticator } from './identity/authenticate.ts';
 import { createDeprecatedCallCounter } from './observability/deprecation-metrics.ts';
@@ -32,7 +32,7 @@ import { createStages, type StageOverrides } from './stages.ts';
 import { createForward } from './upstream/forward.ts';
 import { createUpstreams, type Upstreams } from './upstream/pools.ts';
 import { createRouteUpstreams, type RouteUpstreams } from './upstream/route-upstreams.ts';
-import { routeTargets } from './upstream/route-upstreams-schema.ts';
+import { routeTargets } from './config/schema/routes.ts';
 
 export interface BuildDeps {
   log: Logger;

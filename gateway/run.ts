@@ -15,13 +15,14 @@ import {
   explainRedisError,
   type RedisClient,
 } from '../shared/redis.ts';
-import { loadConfig, type GatewayConfig } from './config/load.ts';
+import { loadConfig } from './config/load.ts';
+import type { GatewayConfig } from './config/schema/gateway.ts';
 import { watchConfigFile } from './config/reload.ts';
 import { startGateway, type Gateway } from './start.ts';
 import { createWorkerMetrics, isWorker } from './workers.ts';
 import { readGatewayEnvironment } from './environment.ts';
 import { ensureDevCertificate } from './edge/tls.ts';
-import { describeTargets, routeTargets } from './upstream/route-upstreams-schema.ts';
+import { describeTargets, routeTargets } from './config/schema/routes.ts';
 
 export interface RunningGateway {
   gateway: Gateway;

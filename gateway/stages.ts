@@ -6,7 +6,7 @@
  *   → rate-limit → negotiate-encoding → cache → compress → proxy
  */
 import type { HttpCache } from './cache/http-cache.ts';
-import type { GatewayConfig } from './config/load.ts';
+import type { GatewayConfig } from './config/schema/gateway.ts';
 import type { Authenticator } from './identity/authenticate.ts';
 import type { DeprecatedCallCounter } from './observability/deprecation-metrics.ts';
 import type { SpanExporter } from './observability/otlp-exporter.ts';

@@ -20,12 +20,12 @@ import { createAdminServer } from './admin/server.ts';
 import type { AuditEntry } from './audit/audit-record.ts';
 import { buildGateway, type BuildDeps, type BuildOptions } from './build.ts';
 import { handlePurge } from './admin/cache-purge.ts';
-import type { GatewayConfig } from './config/load.ts';
+import type { GatewayConfig } from './config/schema/gateway.ts';
 import { createHttpsListener, createRedirectListener, hstsValue } from './edge/listener.ts';
 import { NOSNIFF, type Refusal } from './edge/raw-refusal.ts';
 import { TLS_OPTIONS, describeCertificate, loadCertificate, type CertificatePair } from './edge/tls.ts';
 import type { GatewayMetrics } from './observability/metrics.ts';
-import type { RateLimitsConfig } from './rate-limit/config-schema.ts';
+import type { RateLimitsConfig } from './config/schema/rate-limit.ts';
 import type { RateLimiter } from './rate-limit/limiter.ts';
 
 export interface GatewayDeps extends BuildDeps {

@@ -12,7 +12,7 @@ import { parseConfig } from '../gateway/config/load.ts';
 import { mintApiKey } from '../gateway/identity/api-key.ts';
 import { loadApiKeySigningKeys } from '../gateway/identity/api-key-signing-keys.ts';
 import { createAuthenticator, type Authenticator } from '../gateway/identity/authenticate.ts';
-import type { AuthConfig } from '../gateway/identity/config-schema.ts';
+import type { AuthConfig } from '../gateway/config/schema/identity.ts';
 import { loadOrCreateDevIssuer } from '../gateway/identity/dev-issuer.ts';
 
 const N = Number(process.argv[2] ?? 20000);

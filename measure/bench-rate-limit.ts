@@ -6,8 +6,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createRedisClient, waitForRedis } from '../shared/redis.ts';
-import { DEFAULT_RATE_LIMITS } from '../gateway/rate-limit/config-schema.ts';
-import type { RateLimitsConfig } from '../gateway/rate-limit/config-schema.ts';
+import { DEFAULT_RATE_LIMITS } from '../gateway/config/schema/rate-limit.ts';
+import type { RateLimitsConfig } from '../gateway/config/schema/rate-limit.ts';
 import { createRateLimiter } from '../gateway/rate-limit/limiter.ts';
 import type { RateLimiter } from '../gateway/rate-limit/limiter.ts';
 

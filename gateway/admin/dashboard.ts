@@ -9,7 +9,7 @@ import type { CacheStats } from '../cache/http-cache.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
 import type { LimitedCaller } from '../rate-limit/most-limited.ts';
 import type { RateLimiterStatus } from '../rate-limit/limiter.ts';
-import type { RouteDefinition } from '../stages/route-schema.ts';
+import type { RouteDefinition } from '../config/schema/routes.ts';
 import type { ReadinessReport } from './readiness.ts';
 import { createTrafficWindow, type RouteTraffic, type TrafficView } from './traffic-window.ts';
 

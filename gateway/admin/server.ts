@@ -7,40 +7,14 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:http';
-import { Type, type Static } from '@sinclair/typebox';
 import type { Logger } from 'pino';
 import { HttpProblem, sendProblem } from '../../shared/errors.ts';
+import type { AdminConfig } from '../config/schema/admin.ts';
 import { NOSNIFF } from '../edge/raw-refusal.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
 import { sendAsset, type DashboardAssets } from './dashboard-assets.ts';
 import type { Dashboard } from './dashboard.ts';
 import { createReadiness, type ReadinessCheck } from './readiness.ts';
-
-export const AdminConfigSchema = Type.Object(
-  {
-    readinessTimeoutMs: Type.Integer({
-      minimum: 1,
-      default: 1000,
-      description: 'Time each readiness check (upstream connect, later Redis and JWKS) may take.',
-    }),
-    allowedHosts: Type.Array(
-      Type.String({ pattern: '^(\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?$' }),
-      {
-        default: [],
-        description:
-          'Host names (`name`, any port; `name:port`, that port) the admin listener answers /readyz, /metrics and the dashboard to, besides loopback names and its own address: the name Prometheus scrapes it by. Any other Host gets 403 (a DNS-rebinding page would read them). /healthz answers every Host.',
-      },
-    ),
-    stageTiming: Type.Boolean({
-      default: true,
-      description:
-        "Each pipeline stage's own time per request in /metrics (portico_stage_duration_seconds{stage}); " +
-        'its cost is a row of npm run bench.',
-    }),
-  },
-  { additionalProperties: false, default: {}, description: 'Admin listener (port from ADMIN_PORT).' },
-);
-export type AdminConfig = Static<typeof AdminConfigSchema>;
 
 export type { ReadinessCheck } from './readiness.ts';
 

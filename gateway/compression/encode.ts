@@ -7,7 +7,7 @@
  */
 import { pipeline, type Readable } from 'node:stream';
 import { brotliCompressSync, constants, createBrotliCompress, createGzip, gzipSync } from 'node:zlib';
-import type { CompressionConfig } from './config-schema.ts';
+import type { CompressionConfig } from '../config/schema/compression.ts';
 
 export type ContentCoding = 'br' | 'gzip';
 

@@ -1,45 +1,21 @@
 /**
- * The gateway's configuration: one schema assembled from the schemas that sit beside each
- * stage, validated once at start-up. Every bad key is reported with its path; what the file
+ * The gateway's configuration: the schema assembled in schema/gateway.ts from one schema file
+ * per subsystem, validated once at start-up. Every bad key is reported with its path; what the file
  * does not name comes from the defaults in those schemas.
  */
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { Type, type Static } from '@sinclair/typebox';
 import { Ajv, type ErrorObject } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { YAMLParseError, parse as parseYaml } from 'yaml';
-import { AdminConfigSchema } from '../admin/server.ts';
-import { CacheConfigSchema } from './schema/cache.ts';
-import { CompressionConfigSchema } from '../compression/config-schema.ts';
-import { AuthConfigSchema, checkAuthConfig } from '../identity/config-schema.ts';
-import { RateLimitsSchema, checkRateLimits } from '../rate-limit/config-schema.ts';
-import { ListenerConfigSchema, checkListener } from '../edge/listener.ts';
-import { checkProxy, createProxyConfigSchema } from '../upstream/config-schema.ts';
-import { RequestIdConfigSchema } from '../stages/request-id.ts';
-import { checkRoutes, createRouteSchema } from '../stages/route-schema.ts';
-import { TracingConfigSchema, checkTracing } from '../stages/tracing-schema.ts';
+import { createGatewayConfigSchema, type GatewayConfig } from './schema/gateway.ts';
+import { checkAuthConfig } from './schema/identity.ts';
+import { checkListenerConfig } from './schema/listener.ts';
+import { checkRateLimitsConfig } from './schema/rate-limit.ts';
+import { checkRouteDefinitions } from './schema/routes.ts';
+import { checkTracingConfig } from './schema/tracing.ts';
+import { checkProxyConfig } from './schema/upstream.ts';
 import { problemLines } from './locate.ts';
-
-function createConfigSchema(env: NodeJS.ProcessEnv) {
-  return Type.Object(
-    {
-      listener: ListenerConfigSchema,
-      admin: AdminConfigSchema,
-      requestId: RequestIdConfigSchema,
-      tracing: TracingConfigSchema,
-      routes: createRouteSchema(env),
-      proxy: createProxyConfigSchema(env),
-      auth: AuthConfigSchema,
-      rateLimits: { ...RateLimitsSchema, default: {} },
-      cache: { ...CacheConfigSchema, default: {} },
-      compression: CompressionConfigSchema,
-    },
-    { additionalProperties: false },
-  );
-}
-
-export type GatewayConfig = Static<ReturnType<typeof createConfigSchema>>;
 
 /** Where in the file a problem sits, when the file says: its line, and a YAML error's excerpt. */
 export interface ProblemPlace {
@@ -112,7 +88,7 @@ export function parseConfig(
   // verbose: an `anyOf` error carries its schema and the value, for one readable line.
   const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: false, verbose: true });
   addFormats(ajv);
-  const validate = ajv.compile<GatewayConfig>(createConfigSchema(options.env ?? process.env));
+  const validate = ajv.compile<GatewayConfig>(createGatewayConfigSchema(options.env ?? process.env));
   const valid = validate(data);
   const schemaErrors = validate.errors ?? [];
   const problems = [
@@ -160,8 +136,8 @@ function crossFieldProblems(config: GatewayConfig, schemaErrors: readonly ErrorO
       .map((error) => error.instancePath.split('/')[1]),
   );
   const checks: [keyof GatewayConfig, () => string[]][] = [
-    ['listener', () => checkListener(config.listener)],
-    ['routes', () => checkRoutes(config.routes)],
+    ['listener', () => checkListenerConfig(config.listener)],
+    ['routes', () => checkRouteDefinitions(config.routes)],
     // The identity checks speak JSON pointers; operators read `auth.jwt.issuer`.
     [
       'auth',
@@ -171,9 +147,9 @@ function crossFieldProblems(config: GatewayConfig, schemaErrors: readonly ErrorO
           return `${readablePath(pointer)}: ${reason.join(': ')}`;
         }),
     ],
-    ['rateLimits', () => checkRateLimits(config.rateLimits)],
-    ['proxy', () => checkProxy(config.proxy)],
-    ['tracing', () => checkTracing(config.tracing)],
+    ['rateLimits', () => checkRateLimitsConfig(config.rateLimits)],
+    ['proxy', () => checkProxyConfig(config.proxy)],
+    ['tracing', () => checkTracingConfig(config.tracing)],
   ];
   return checks.flatMap(([section, check]) => (broken.has(section) ? [] : check()));
 }
@@ -337,7 +313,7 @@ export function configReference(env: NodeJS.ProcessEnv = {}): string {
       for (const [key, child] of Object.entries(schema.items.properties)) walk(child, `${path}[].${key}`);
     }
   };
-  walk(createConfigSchema(env), '');
+  walk(createGatewayConfigSchema(env), '');
   return rows.join('\n');
 }
 

@@ -8,7 +8,7 @@ import { watch } from 'node:fs';
 import type { FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import type { Logger } from 'pino';
-import type { GatewayConfig } from './load.ts';
+import type { GatewayConfig } from './schema/gateway.ts';
 import { ConfigError, loadConfigFile } from './load.ts';
 
 export interface ConfigReloader {

@@ -2,7 +2,7 @@
  * A route's CORS config compiled once into what each request needs: a set lookup for the
  * origin and the field values, joined ahead of time.
  */
-import type { CorsDefinition } from './config-schema.ts';
+import type { CorsDefinition } from '../config/schema/cors.ts';
 
 export interface CorsPolicy {
   allows(origin: string): boolean;

@@ -14,9 +14,7 @@
 import type { IncomingMessage } from 'node:http';
 import { BlockList, isIP } from 'node:net';
 import type { ClientRequest } from '../pipeline/client-request.ts';
-
-/** The `proxy.trustProxy` value; `true` is refused by trustProxyProblems at load. */
-export type TrustProxy = boolean | number | readonly string[];
+import { addEntry, trustProxyProblems, type TrustProxy } from '../foundation/trust-proxy.ts';
 
 /**
  * A socket address as the gateway states it: a dual-stack listener reports IPv4 peers as
@@ -29,38 +27,6 @@ export function unmappedAddress(address: string): string {
 /** The address of the peer this gateway talks to (what it states in X-Forwarded-For). */
 export function peerAddress(req: Pick<ClientRequest, 'socket'>): string {
   return unmappedAddress(req.socket.remoteAddress ?? 'unknown');
-}
-
-/** `10.0.0.0/8` or `10.1.2.3` into the list; false when it is neither. */
-function addEntry(list: BlockList, entry: string): boolean {
-  const [address = '', prefix, ...rest] = entry.trim().split('/');
-  const family = isIP(address);
-  if (family === 0 || rest.length > 0) return false;
-  const type = family === 4 ? 'ipv4' : 'ipv6';
-  if (prefix === undefined) {
-    list.addAddress(address, type);
-    return true;
-  }
-  const bits = Number(prefix);
-  if (!/^\d+$/.test(prefix) || bits > (family === 4 ? 32 : 128)) return false;
-  list.addSubnet(address, bits, type);
-  return true;
-}
-
-/** Each problem of a trustProxy value as `proxy.trustProxy...: reason`. */
-export function trustProxyProblems(trust: TrustProxy): string[] {
-  if (trust === true)
-    return [
-      'proxy.trustProxy: true would take X-Forwarded-For from anyone, so a client could name a new address per request; ' +
-        'name the proxies in front by address or CIDR (["10.0.0.0/8"]) or give their hop count (1)',
-    ];
-  if (!Array.isArray(trust)) return [];
-  const probe = new BlockList();
-  return (trust as readonly string[]).flatMap((entry, index) =>
-    addEntry(probe, entry)
-      ? []
-      : [`proxy.trustProxy[${index}]: ${JSON.stringify(entry)} is not an IP address or CIDR`],
-  );
 }
 
 /** Whether `address` is one of the named proxies. */

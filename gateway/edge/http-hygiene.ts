@@ -75,9 +75,6 @@ export function hopByHopNames(connectionHeader: string | string[] | undefined): 
   return names;
 }
 
-/** Default of `listener.limits.maxUriBytes` (its description says why this value). */
-export const DEFAULT_MAX_URI_BYTES = 4096;
-
 /**
  * Throws a 400 problem for a request whose framing or target the upstream could read
  * differently than we do, and a 414 for a target longer than the upstream would take. Runs

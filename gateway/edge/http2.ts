@@ -25,33 +25,8 @@ import {
 } from 'node:http2';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { ReadableOptions } from 'node:stream';
-import { Type, type Static } from '@sinclair/typebox';
 import type { Logger } from 'pino';
-
-export const Http2ConfigSchema = Type.Object(
-  {
-    enabled: Type.Boolean({
-      default: true,
-      description: 'Offer `h2` by ALPN on the HTTPS port (before `http/1.1`); false: HTTP/1.1 only.',
-    }),
-    maxConcurrentStreams: Type.Integer({
-      minimum: 1,
-      maximum: 1000,
-      default: 100,
-      description:
-        'Requests one connection may have in flight (SETTINGS_MAX_CONCURRENT_STREAMS); streams past it are refused.',
-    }),
-    maxStreamResets: Type.Integer({
-      minimum: 1,
-      default: 200,
-      description:
-        'Streams a client may cancel (RST_STREAM) in a burst on one connection; past it, and past ' +
-        '`maxStreamResets / 10` per second after, the connection is closed with GOAWAY (rapid reset, CVE-2023-44487).',
-    }),
-  },
-  { additionalProperties: false, default: {}, description: 'HTTP/2 to clients.' },
-);
-export type Http2Config = Static<typeof Http2ConfigSchema>;
+import type { Http2Config } from '../config/schema/listener.ts';
 
 /** The limits of `listener.limits` that HTTP/2 applies in its own terms. */
 export interface Http2Limits {

@@ -13,148 +13,16 @@ import {
   type SecureServerOptions,
 } from 'node:http2';
 import type { Duplex } from 'node:stream';
-import { Type, type Static } from '@sinclair/typebox';
 import type { Logger } from 'pino';
 import { HttpProblem, PROBLEM_CONTENT_TYPE } from '../../shared/errors.ts';
-import { DEFAULT_MAX_URI_BYTES, clientErrorProblem } from './http-hygiene.ts';
+import type { ListenerConfig } from '../config/schema/listener.ts';
+import { clientErrorProblem } from './http-hygiene.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
-import { Http2ConfigSchema, http2ServerOptions, lingerBeforeEnd, superviseSessions } from './http2.ts';
+import { http2ServerOptions, lingerBeforeEnd, superviseSessions } from './http2.ts';
 import { createHttp2Requests } from './http2-requests.ts';
 import { createProgressTimeouts } from './progress-timeout.ts';
 import { NOSNIFF, connectProblem, createRefusals, requestLineOf, type Refusal } from './raw-refusal.ts';
 import { TLS_OPTIONS, type CertificatePair } from './tls.ts';
-
-export const ListenerConfigSchema = Type.Object(
-  {
-    host: Type.Optional(
-      Type.String({ description: 'Address to bind; unset binds every interface (IPv6 and IPv4).' }),
-    ),
-    tls: Type.Object(
-      {
-        certFile: Type.Optional(
-          Type.String({
-            minLength: 1,
-            description:
-              'PEM certificate chain, relative to the config file. ECDSA P-256 preferred. Unset: the ' +
-              'self-signed localhost certificate of the data dir (development).',
-          }),
-        ),
-        keyFile: Type.Optional(
-          Type.String({ minLength: 1, description: 'PEM private key of certFile; set both or neither.' }),
-        ),
-      },
-      { additionalProperties: false, default: {}, description: 'Reloaded from the files on SIGHUP.' },
-    ),
-    hsts: Type.Object(
-      {
-        enabled: Type.Boolean({ default: true, description: 'Send Strict-Transport-Security.' }),
-        maxAgeSeconds: Type.Integer({ minimum: 0, default: 31536000, description: 'HSTS max-age.' }),
-        includeSubDomains: Type.Boolean({ default: true, description: 'HSTS includeSubDomains.' }),
-        preload: Type.Boolean({
-          default: false,
-          description: 'HSTS preload (only once the domain is ready).',
-        }),
-      },
-      {
-        additionalProperties: false,
-        default: {},
-        description: 'Strict-Transport-Security on every HTTPS answer.',
-      },
-    ),
-    httpRedirect: Type.Object(
-      {
-        enabled: Type.Boolean({
-          default: false,
-          description: 'Open a plain-HTTP listener that only redirects.',
-        }),
-        port: Type.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'Its port.' }),
-        httpsPort: Type.Optional(
-          Type.Integer({
-            minimum: 1,
-            maximum: 65535,
-            description: 'Port the redirect points to; unset: the HTTPS listener port.',
-          }),
-        ),
-      },
-      {
-        additionalProperties: false,
-        default: {},
-        description: 'Plain HTTP answering 308 to HTTPS, nothing else.',
-      },
-    ),
-    limits: Type.Object(
-      {
-        maxHeaderBytes: Type.Integer({
-          minimum: 1024,
-          default: 16384,
-          description: 'Request line plus headers; beyond it the answer is 431.',
-        }),
-        maxUriBytes: Type.Integer({
-          minimum: 256,
-          default: DEFAULT_MAX_URI_BYTES,
-          description:
-            'Request target (path and query); beyond it the answer is 414, before anything is forwarded. ' +
-            'The identity assertion binds the target by its digest, so the head the service receives is the ' +
-            "client's, less its credential, plus under 2 KiB: the service takes 24 KiB (maxHeaderBytes' default plus 8 KiB).",
-        }),
-        maxBodyBytes: Type.Integer({
-          minimum: 0,
-          default: 1048576,
-          description: 'Request body, counted as it streams; beyond it the answer is 413.',
-        }),
-        headersTimeoutMs: Type.Integer({
-          minimum: 100,
-          default: 10000,
-          description: 'Time to receive the request headers; beyond it the answer is 408.',
-        }),
-        requestTimeoutMs: Type.Integer({
-          minimum: 100,
-          default: 30000,
-          description: 'Time to receive the whole request, body included; beyond it the answer is 408.',
-        }),
-        keepAliveTimeoutMs: Type.Integer({
-          minimum: 0,
-          default: 5000,
-          description: 'Idle time before a keep-alive client connection is closed.',
-        }),
-        maxRequestsPerConnection: Type.Integer({
-          minimum: 0,
-          default: 1000,
-          description: 'Requests served on one connection before it is closed (0: no bound).',
-        }),
-        maxConnections: Type.Integer({
-          minimum: 1,
-          default: 10000,
-          description: 'Open client connections; connections beyond it are closed at once.',
-        }),
-        progressTimeoutMs: Type.Integer({
-          minimum: 0,
-          default: 60000,
-          description:
-            'Time an answer may wait on a client that takes none of it (no byte moving either way), ' +
-            "as nginx's send_timeout: past it the HTTP/2 stream is reset (CANCEL) or the HTTP/1.1 connection " +
-            'closed, and portico_progress_timeouts_total counts it. 0: no bound.',
-        }),
-      },
-      { additionalProperties: false, default: {}, description: 'Sizes and times, each with its answer.' },
-    ),
-    http2: Http2ConfigSchema,
-    shutdownTimeoutMs: Type.Integer({
-      minimum: 0,
-      default: 25000,
-      description: 'On SIGTERM, time given to in-flight requests before connections are cut.',
-    }),
-  },
-  { additionalProperties: false, default: {}, description: 'The HTTPS listener every client talks to.' },
-);
-export type ListenerConfig = Static<typeof ListenerConfigSchema>;
-
-export function checkListener(config: ListenerConfig): string[] {
-  const { certFile, keyFile } = config.tls;
-  return (certFile === undefined) === (keyFile === undefined)
-    ? []
-    : ['listener.tls: set certFile and keyFile together, or neither'];
-}
 
 export function hstsValue(config: ListenerConfig['hsts']): string | undefined {
   if (!config.enabled) return undefined;

@@ -21,7 +21,7 @@ import { verifyApiKey, type ApiKeyClaims } from './api-key.ts';
 import { loadApiKeySigningKeys } from './api-key-signing-keys.ts';
 import { createFileApiKeyStore, createRedisApiKeyStore, type ApiKeyStore } from './api-key-store.ts';
 import { credentialInUrl, invalidToken, keysUnavailable, unauthenticated } from './auth-problems.ts';
-import { checkAuthConfig, type AuthConfig } from './config-schema.ts';
+import { checkAuthConfig, type AuthConfig } from '../config/schema/identity.ts';
 import { loadOrCreateDevIssuer } from './dev-issuer.ts';
 import { createJwtVerifier, type JwtVerifier } from './jwt-verifier.ts';
 import {

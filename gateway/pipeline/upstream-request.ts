@@ -14,7 +14,7 @@
  */
 import type { Readable } from 'node:stream';
 import type { Principal } from '../../shared/principal.ts';
-import type { RouteDefinition } from '../stages/route-schema.ts';
+import type { RouteDefinition } from '../config/schema/routes.ts';
 import type { ClientRequest } from './client-request.ts';
 import { UpstreamHeaders } from './upstream-headers.ts';
 

@@ -9,7 +9,7 @@
  */
 import type { Principal } from '../../shared/principal.ts';
 import type { RedisClient } from '../../shared/redis.ts';
-import type { RateLimitPolicyConfig, RateLimitsConfig } from './config-schema.ts';
+import type { RateLimitPolicyConfig, RateLimitsConfig } from '../config/schema/rate-limit.ts';
 import { openCountingConnection } from './counting-connection.ts';
 import { joinFleet } from './fleet-share.ts';
 import { createMostLimited, type LimitedCaller } from './most-limited.ts';

@@ -11,7 +11,11 @@
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { isCluster, type RedisClient } from '../../shared/redis.ts';
 import type { CountingConnection } from './counting-connection.ts';
-import { durationSeconds, type RateLimitPolicyConfig, type RateLimitsConfig } from './config-schema.ts';
+import {
+  durationSeconds,
+  type RateLimitPolicyConfig,
+  type RateLimitsConfig,
+} from '../config/schema/rate-limit.ts';
 import { shareOf, type FleetMembership } from './fleet-share.ts';
 import { createRedisCounter, type Counted as WindowCount, type RedisCounter } from './redis-counter.ts';
 import type { StoreFailureLog } from './store-failure-log.ts';

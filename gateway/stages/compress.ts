@@ -14,7 +14,7 @@
  * going upstream read for tags of ours the cache may have set (entity-tag.ts).
  */
 import { preferredEncoding } from '../compression/accept-encoding.ts';
-import type { CompressionConfig } from '../compression/config-schema.ts';
+import type { CompressionConfig } from '../config/schema/compression.ts';
 import { createEncoder, type ContentCoding, type Encoder } from '../compression/encode.ts';
 import { encodedTag, restoreConditionalTags, type RestoredTags } from '../compression/entity-tag.ts';
 import { compressibleTypes } from '../compression/media-types.ts';

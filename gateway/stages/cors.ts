@@ -24,7 +24,7 @@ import { problemResponse } from '../pipeline/problem-response.ts';
 import type { GatewayContext, GatewayResponse, Stage } from '../pipeline/context.ts';
 import { mergeVary } from '../foundation/vary.ts';
 import type { RateLimitGate } from './rate-limit.ts';
-import type { RouteDefinition } from './route-schema.ts';
+import type { RouteDefinition } from '../config/schema/routes.ts';
 
 /** Fields of the upstream's own CORS answer, replaced by the route's policy. */
 const UPSTREAM_CORS_FIELDS = [

@@ -8,8 +8,8 @@
  */
 import type { DeprecatedCallCounter } from '../observability/deprecation-metrics.ts';
 import type { Stage } from '../pipeline/context.ts';
-import { parseTimestamp, type Deprecation } from './deprecation-schema.ts';
-import type { RouteDefinition } from './route-schema.ts';
+import { parseTimestamp, type Deprecation } from '../config/schema/deprecation.ts';
+import type { RouteDefinition } from '../config/schema/routes.ts';
 
 interface DeprecationFields {
   deprecation: string;

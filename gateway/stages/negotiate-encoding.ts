@@ -13,7 +13,7 @@
  */
 import { HttpProblem } from '../../shared/errors.ts';
 import { preferredEncoding } from '../compression/accept-encoding.ts';
-import type { CompressionConfig } from '../compression/config-schema.ts';
+import type { CompressionConfig } from '../config/schema/compression.ts';
 import type { Stage } from '../pipeline/context.ts';
 
 export function createNegotiateEncodingStage(config: CompressionConfig): Stage {

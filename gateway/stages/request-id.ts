@@ -4,21 +4,10 @@
  * systems; anything else is replaced, never refused, because the id is ours to choose.
  */
 import { randomUUID } from 'node:crypto';
-import { Type, type Static } from '@sinclair/typebox';
 import { isWellFormedRequestId } from '../../shared/request-id.ts';
 import { REQUEST_ID_HEADER } from '../foundation/header-names.ts';
 import type { Stage } from '../pipeline/context.ts';
-
-export const RequestIdConfigSchema = Type.Object(
-  {
-    acceptFromClient: Type.Boolean({
-      default: true,
-      description: 'Keep a well-formed X-Request-Id sent by the client instead of generating one.',
-    }),
-  },
-  { additionalProperties: false, default: {}, description: 'Request id stage.' },
-);
-export type RequestIdConfig = Static<typeof RequestIdConfigSchema>;
+import type { RequestIdConfig } from '../config/schema/request-id.ts';
 
 export function createRequestIdStage(config: RequestIdConfig): Stage {
   return async function requestId(ctx, next) {

@@ -11,7 +11,7 @@
 import { canonicalPath, isCanonicalPath } from '../../shared/canonical-path.ts';
 import { HttpProblem } from '../../shared/errors.ts';
 import type { Stage } from '../pipeline/context.ts';
-import type { RouteDefinition } from './route-schema.ts';
+import type { RouteDefinition } from '../config/schema/routes.ts';
 
 export function createRouteStage(routes: readonly RouteDefinition[]): Stage {
   // Longest first, each with the text a path below it starts with (`/` for the catch-all,

@@ -16,7 +16,7 @@ import {
   parseTraceParent,
 } from '../observability/trace-context-header.ts';
 import type { GatewayContext, Stage } from '../pipeline/context.ts';
-import type { TracingConfig } from './tracing-schema.ts';
+import type { TracingConfig } from '../config/schema/tracing.ts';
 
 interface SpanIds {
   traceId: string;

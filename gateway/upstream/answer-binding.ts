@@ -8,22 +8,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import { Type } from '@sinclair/typebox';
 import { EXCHANGE_ID_HEADER } from '../../shared/exchange-id.ts';
-import { defaultServiceOrigin } from '../stages/route-schema.ts';
 import { UpstreamFailure } from './upstream-errors.ts';
-
-/** The `proxy.echoingOrigins` key; by default the resource service on this host. */
-export function echoingOriginsSchema(env: NodeJS.ProcessEnv) {
-  return Type.Array(Type.String({ format: 'uri' }), {
-    default: [defaultServiceOrigin(env)],
-    description:
-      'Origins that echo the Portico-Exchange-Id request header in every answer, as the resource service does. ' +
-      'An answer from one of them that does not carry the id of the request it answers (a stray answer left on a ' +
-      'keep-alive connection) is a 502 and its connection is dropped. A list replaces the default (the resource ' +
-      'service): list it too to keep it.',
-  });
-}
 
 // Unique per process and attempt: a random prefix per process, a counter per attempt.
 const PREFIX = randomBytes(6).toString('base64url');

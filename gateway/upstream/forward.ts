@@ -24,7 +24,7 @@ import {
 import { nextExchangeId } from './answer-binding.ts';
 import { pickMember } from './balancer.ts';
 import { unavailableProblem } from './circuit-breaker.ts';
-import type { ProxyConfig } from './config-schema.ts';
+import type { ProxyConfig } from '../config/schema/upstream.ts';
 import { forwardedHeaders, relayedHeaders } from './forwarded-headers.ts';
 import { relayInterim } from './interim.ts';
 import { relayableAnswer } from './relayable-answer.ts';

@@ -5,7 +5,8 @@
  */
 import { IDENTITY_HEADER } from '../../shared/identity-assertion.ts';
 import { REQUEST_ID_HEADER } from '../foundation/header-names.ts';
-import { peerAddress, trustsPeer, type TrustProxy } from '../edge/client-ip.ts';
+import { peerAddress, trustsPeer } from '../edge/client-ip.ts';
+import type { TrustProxy } from '../foundation/trust-proxy.ts';
 import { hopByHopNames } from '../edge/http-hygiene.ts';
 import type { GatewayContext } from '../pipeline/context.ts';
 

@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import type { Pool } from 'undici';
 import type { OutlierEjection } from './outlier-ejection.ts';
 import type { Upstreams } from './pools.ts';
-import type { HealthCheck } from './route-upstreams-schema.ts';
+import type { HealthCheck } from '../config/schema/routes.ts';
 import type { ResilienceMetrics } from './resilience-metrics.ts';
 import { refreshMember, type Member, type UpstreamSet } from './upstream-set.ts';
 

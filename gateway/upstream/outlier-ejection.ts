@@ -7,7 +7,7 @@
  * check brings one ejected for its failures back sooner.
  */
 import type { Logger } from 'pino';
-import type { OutlierDetection } from './resilience-schema.ts';
+import type { OutlierDetection } from '../config/schema/upstream.ts';
 import type { ResilienceMetrics } from './resilience-metrics.ts';
 import { refreshMember, type Member, type UpstreamSet } from './upstream-set.ts';
 

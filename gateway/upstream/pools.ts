@@ -6,7 +6,7 @@
  */
 import { connect } from 'node:net';
 import { Pool } from 'undici';
-import type { ProxyConfig } from './config-schema.ts';
+import type { ProxyConfig } from '../config/schema/upstream.ts';
 import { createTlsConnector } from './upstream-tls.ts';
 
 /** One upstream origin as the balancer and the circuit breaker see it. */

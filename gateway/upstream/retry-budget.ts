@@ -3,7 +3,7 @@
  * in flight (never fewer than `minRetryConcurrency`), so that when a service struggles the
  * retries cannot multiply the load on it.
  */
-import type { RetryBudget } from './resilience-schema.ts';
+import type { RetryBudget } from '../config/schema/upstream.ts';
 import type { UpstreamSet } from './upstream-set.ts';
 
 export function withinRetryBudget(set: UpstreamSet, budget: RetryBudget): boolean {

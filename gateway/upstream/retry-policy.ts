@@ -10,7 +10,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { parseHttpDate } from '../foundation/http-date.ts';
 import type { GatewayContext } from '../pipeline/context.ts';
 import { available, pickMember } from './balancer.ts';
-import type { ProxyConfig } from './config-schema.ts';
+import type { ProxyConfig } from '../config/schema/upstream.ts';
 import type { RouteUpstreams } from './route-upstreams.ts';
 import { withinRetryBudget } from './retry-budget.ts';
 import type { Member, UpstreamSet } from './upstream-set.ts';

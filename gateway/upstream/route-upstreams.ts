@@ -5,8 +5,8 @@
  */
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import type { RouteDefinition } from '../stages/route-schema.ts';
-import type { ProxyConfig } from './config-schema.ts';
+import type { RouteDefinition } from '../config/schema/routes.ts';
+import type { ProxyConfig } from '../config/schema/upstream.ts';
 import { startHealthChecks, type HealthChecks } from './health-check.ts';
 import { createOutlierEjection, type OutlierEjection } from './outlier-ejection.ts';
 import type { Upstreams } from './pools.ts';

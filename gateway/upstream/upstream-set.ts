@@ -7,10 +7,10 @@
  * The pool and the count of requests awaiting an answer belong to the target itself (pools.ts)
  * and are shared by every route that names it: a busy replica is busy for all of them.
  */
-import type { RouteDefinition } from '../stages/route-schema.ts';
-import type { ProxyConfig } from './config-schema.ts';
+import type { RouteDefinition } from '../config/schema/routes.ts';
+import type { ProxyConfig } from '../config/schema/upstream.ts';
 import type { Target, Upstreams } from './pools.ts';
-import { routeTargets, type HealthCheck } from './route-upstreams-schema.ts';
+import { routeTargets, type HealthCheck } from '../config/schema/routes.ts';
 
 /** One target as one route sees it. */
 export interface Member {

@@ -13,7 +13,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { createSecureContext } from 'node:tls';
 import { buildConnector } from 'undici';
 import { pemBundle, TLS_CLIENT_OPTIONS } from '../../shared/tls-policy.ts';
-import type { UpstreamTls } from './config-schema.ts';
+import type { UpstreamTls } from '../config/schema/upstream.ts';
 
 type Connector = buildConnector.connector;
 

@@ -11,7 +11,8 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfigFile, type GatewayConfig } from '../../gateway/config/load.ts';
+import { loadConfigFile } from '../../gateway/config/load.ts';
+import type { GatewayConfig } from '../../gateway/config/schema/gateway.ts';
 import { watchConfigFile } from '../../gateway/config/reload.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'portico-configmap-'));

@@ -6,7 +6,7 @@
  * Content-Security-Policy, and its screenshot is a rendered page.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defaultRoutes } from '../../gateway/stages/route-schema.ts';
+import { defaultRoutes } from '../../gateway/config/schema/routes.ts';
 import { launchBrowser, type TestBrowser } from '../support/browser.ts';
 import { startPortico, type Portico } from './support/portico.ts';
 

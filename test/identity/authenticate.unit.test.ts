@@ -7,7 +7,7 @@ import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createAuthenticator, requireScopes } from '../../gateway/identity/authenticate.ts';
-import { checkAuthConfig } from '../../gateway/identity/config-schema.ts';
+import { checkAuthConfig } from '../../gateway/config/schema/identity.ts';
 import { DEV_AUDIENCE, DEV_ISSUER, loadOrCreateDevIssuer } from '../../gateway/identity/dev-issuer.ts';
 import type { Principal } from '../../shared/principal.ts';
 import {

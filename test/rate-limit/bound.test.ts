@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import type { Redis } from 'ioredis';
-import { DEFAULT_RATE_LIMITS, type RateLimitsConfig } from '../../gateway/rate-limit/config-schema.ts';
+import { DEFAULT_RATE_LIMITS, type RateLimitsConfig } from '../../gateway/config/schema/rate-limit.ts';
 import {
   createRateLimiter,
   type RateLimiter,

@@ -18,7 +18,7 @@ import type { CacheConfig } from '../../../gateway/config/schema/cache.ts';
 import { parseConfig } from '../../../gateway/config/load.ts';
 import { createLogger } from '../../../gateway/observability/logger.ts';
 import type { RequestFacts, Stage } from '../../../gateway/pipeline/context.ts';
-import type { RouteDefinition } from '../../../gateway/stages/route-schema.ts';
+import type { RouteDefinition } from '../../../gateway/config/schema/routes.ts';
 
 export const PROXY_CONFIG = {
   trustProxy: false,

@@ -9,12 +9,8 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  ConfigError,
-  loadConfigFile,
-  parseConfig,
-  type GatewayConfig,
-} from '../../../gateway/config/load.ts';
+import { ConfigError, loadConfigFile, parseConfig } from '../../../gateway/config/load.ts';
+import type { GatewayConfig } from '../../../gateway/config/schema/gateway.ts';
 import { watchConfigFile } from '../../../gateway/config/reload.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'portico-config-reload-'));

@@ -10,7 +10,7 @@ import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { pino, type Logger } from 'pino';
 import { expect } from 'vitest';
-import { AuthConfigSchema, type AuthConfig } from '../../../gateway/identity/config-schema.ts';
+import { AuthConfigSchema, type AuthConfig } from '../../../gateway/config/schema/identity.ts';
 import type { AuthOutcome } from '../../../gateway/identity/authenticate.ts';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;

@@ -5,7 +5,7 @@
  */
 import { Type, type Static } from '@sinclair/typebox';
 
-export const OtlpExportSchema = Type.Object(
+export const OtlpExportConfigSchema = Type.Object(
   {
     endpoint: Type.Optional(
       Type.String({
@@ -65,16 +65,16 @@ export const TracingConfigSchema = Type.Object(
       description:
         "Continue a client's valid `traceparent`/`tracestate`. Off: every request starts a new trace at the edge.",
     }),
-    otlp: OtlpExportSchema,
+    otlp: OtlpExportConfigSchema,
   },
   { additionalProperties: false, default: {}, description: 'W3C Trace Context and span export.' },
 );
 
 export type TracingConfig = Static<typeof TracingConfigSchema>;
-export type OtlpExportConfig = Static<typeof OtlpExportSchema>;
+export type OtlpExportConfig = Static<typeof OtlpExportConfigSchema>;
 
 /** Checks the schema cannot say; each message is `path: problem`. */
-export function checkTracing(tracing: TracingConfig): string[] {
+export function checkTracingConfig(tracing: TracingConfig): string[] {
   const endpoint = tracing.otlp.endpoint;
   if (endpoint === undefined) return [];
   const url = URL.parse(endpoint);

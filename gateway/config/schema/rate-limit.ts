@@ -4,7 +4,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import type { Static } from '@sinclair/typebox';
-import { canonicalPath, isCanonicalPath } from '../../shared/canonical-path.ts';
+import { canonicalPath, isCanonicalPath } from '../../../shared/canonical-path.ts';
 
 /** `30s`, `1m`, `2h`, `1d`, or a whole number of seconds. */
 export const DURATION_PATTERN = '^[1-9][0-9]*(s|m|h|d)?$';
@@ -21,7 +21,7 @@ const HTTP_METHOD = Type.Unsafe<string>({
   enum: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
 });
 
-export const RateLimitPolicySchema = Type.Object(
+export const RateLimitPolicyConfigSchema = Type.Object(
   {
     name: Type.String({
       pattern: '^[A-Za-z0-9_-]{1,64}$',
@@ -56,9 +56,9 @@ export const RateLimitPolicySchema = Type.Object(
   },
   { additionalProperties: false },
 );
-export type RateLimitPolicyConfig = Static<typeof RateLimitPolicySchema>;
+export type RateLimitPolicyConfig = Static<typeof RateLimitPolicyConfigSchema>;
 
-export const RateLimitsSchema = Type.Object(
+export const RateLimitsConfigSchema = Type.Object(
   {
     onStoreFailure: Type.Unsafe<'memory' | 'allow' | 'deny'>({
       type: 'string',
@@ -81,7 +81,7 @@ export const RateLimitsSchema = Type.Object(
       description:
         "Gateway processes (replicas × workers) the limits are shared by, at least: the divisor of a gateway's share of a limit while Redis fails, until heartbeats in Redis count more. Set it so that a gateway starting during an outage keeps the bound of docs/scaling.md.",
     }),
-    policies: Type.Array(RateLimitPolicySchema, {
+    policies: Type.Array(RateLimitPolicyConfigSchema, {
       default: [{ name: 'default', key: 'principal', limit: 600, window: '60s' }],
       description:
         'Every policy that matches a request counts it; the request is refused if any is exceeded.',
@@ -105,7 +105,7 @@ export const RateLimitsSchema = Type.Object(
   },
   { additionalProperties: false },
 );
-export type RateLimitsConfig = Static<typeof RateLimitsSchema>;
+export type RateLimitsConfig = Static<typeof RateLimitsConfigSchema>;
 
 export const DEFAULT_RATE_LIMITS: RateLimitsConfig = {
   onStoreFailure: 'memory',
@@ -120,7 +120,7 @@ export const DEFAULT_RATE_LIMITS: RateLimitsConfig = {
  * and a policy's path is spelled canonically, the only spelling a request can reach it by
  * (shared/canonical-path.ts); a trailing slash is allowed and ignored.
  */
-export function checkRateLimits(config: RateLimitsConfig): string[] {
+export function checkRateLimitsConfig(config: RateLimitsConfig): string[] {
   const problems: string[] = [];
   const seen = new Set<string>();
   config.policies.forEach((policy, index) => {

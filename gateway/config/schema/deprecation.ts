@@ -1,6 +1,6 @@
 /**
  * A route's `deprecation` key: when the route was (or will be) deprecated, when it goes away,
- * and where its users read why. Apart from the stage so that route-schema.ts can name it.
+ * and where its users read why.
  */
 import { Type, type Static } from '@sinclair/typebox';
 

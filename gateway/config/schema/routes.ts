@@ -1,10 +1,12 @@
 /**
- * The route keys that say where a route forwards beyond one `upstream`: several weighted
- * targets (`upstreams`) and an optional active health check of them (`healthCheck`). Kept
- * apart from route-schema.ts, which spreads these keys in, so that the upstream side owns its
- * own schema and checks.
+ * The `routes` config: each route maps a path prefix to its upstream (one `upstream`, or
+ * several weighted `upstreams` with an optional health check), with its auth, cache, CORS and
+ * deprecation settings. `RouteDefinition` is the type every room names a route by: the
+ * request context, the upstream pools, the dashboard.
  */
 import { Type, type Static } from '@sinclair/typebox';
+import { CorsDefinitionSchema, checkCorsDefinition } from './cors.ts';
+import { DeprecationSchema, checkDeprecation } from './deprecation.ts';
 
 const NOT_RELOADED = 'Needs a restart: routes do not reload.';
 
@@ -68,7 +70,7 @@ export const HealthCheckSchema = Type.Object(
 export type HealthCheck = Static<typeof HealthCheckSchema>;
 
 /** Spread into the route schema's properties. */
-export const ROUTE_UPSTREAM_PROPERTIES = {
+const ROUTE_UPSTREAM_PROPERTIES = {
   upstreams: Type.Optional(
     Type.Array(UpstreamTargetSchema, {
       minItems: 1,
@@ -103,7 +105,7 @@ export function describeTargets(route: RouteUpstreamKeys): string {
 }
 
 /** `routes[i]` problems of these keys and of `upstream`, each `path: problem`. */
-export function checkRouteUpstreams(route: RouteUpstreamKeys, at: string): string[] {
+function checkRouteUpstreams(route: RouteUpstreamKeys, at: string): string[] {
   if ((route.upstream === undefined) === (route.upstreams === undefined))
     return [`${at}: needs exactly one of upstream and upstreams`];
   const problems =
@@ -133,4 +135,83 @@ function checkOrigin(value: string | undefined, at: string): string[] {
   if (url.pathname !== '/' || url.search !== '' || url.hash !== '' || url.username !== '')
     return [`${at}: must be an origin only (scheme, host, port)`];
   return [];
+}
+
+export const RouteDefinitionSchema = Type.Object(
+  {
+    prefix: Type.String({
+      pattern: '^(/|(/[A-Za-z0-9._~-]+)+)$',
+      description:
+        'Path prefix, whole segments, no trailing slash, as `/v1`; `/` alone is a catch-all, taking what no longer prefix matches.',
+    }),
+    upstream: Type.Optional(
+      Type.String({
+        format: 'uri',
+        description:
+          'Origin the route forwards to, as `https://127.0.0.1:8081`; paths are forwarded unchanged. ' +
+          'An https: origin gets its TLS settings from `proxy.upstreamTls`; an http: one is plain HTTP, warned about at start. ' +
+          'Either this or `upstreams`.',
+      }),
+    ),
+    ...ROUTE_UPSTREAM_PROPERTIES,
+    auth: Type.Unsafe<'required' | 'none'>({
+      type: 'string',
+      enum: ['required', 'none'],
+      default: 'required',
+      description:
+        'Whether the authenticate stage must establish a caller. `none` only when written, and warned about at start.',
+    }),
+    cache: Type.Boolean({ default: false, description: 'Whether the cache stage may serve this route.' }),
+    deprecation: Type.Optional(DeprecationSchema),
+    cors: Type.Optional(CorsDefinitionSchema),
+  },
+  { additionalProperties: false },
+);
+export type RouteDefinition = Static<typeof RouteDefinitionSchema>;
+
+/**
+ * The resource service on this host: HTTPS (mutual TLS, `proxy.upstreamTls`) unless
+ * SERVICE_PLAIN_HTTP=true, the service's own explicit opt-out, says it speaks plain HTTP.
+ */
+export function defaultServiceOrigin(env: NodeJS.ProcessEnv): string {
+  const scheme = env['SERVICE_PLAIN_HTTP'] === 'true' ? 'http' : 'https';
+  return `${scheme}://127.0.0.1:${env['SERVICE_PORT'] || '8081'}`;
+}
+
+/**
+ * The default routes: `/v1` to the resource service on this host, and its OpenAPI document
+ * and the API reference rendered from it, public so that clients can read the API before they
+ * hold a credential.
+ */
+export function defaultRoutes(env: NodeJS.ProcessEnv): RouteDefinition[] {
+  const upstream = defaultServiceOrigin(env);
+  return [
+    { prefix: '/v1', upstream, auth: 'required', cache: true },
+    { prefix: '/v1/openapi.json', upstream, auth: 'none', cache: true },
+    { prefix: '/v1/docs', upstream, auth: 'none', cache: true },
+  ];
+}
+
+export function createRouteDefinitionsSchema(env: NodeJS.ProcessEnv) {
+  return Type.Array(RouteDefinitionSchema, {
+    minItems: 1,
+    default: defaultRoutes(env),
+    description:
+      'Path prefix → upstream, longest prefix first. A `routes` list replaces the default routes entirely (`/v1`, `/v1/openapi.json` and `/v1/docs` to the resource service): list them too to keep them.',
+  });
+}
+
+/** Semantic checks the schema cannot express; each message is `path: problem`. */
+export function checkRouteDefinitions(routes: readonly RouteDefinition[]): string[] {
+  const problems: string[] = [];
+  const seen = new Set<string>();
+  routes.forEach((route, index) => {
+    if (seen.has(route.prefix)) problems.push(`routes[${index}].prefix: duplicate prefix ${route.prefix}`);
+    seen.add(route.prefix);
+    if (route.deprecation !== undefined)
+      problems.push(...checkDeprecation(route.deprecation, `routes[${index}].deprecation`));
+    if (route.cors !== undefined) problems.push(...checkCorsDefinition(route.cors, `routes[${index}].cors`));
+    problems.push(...checkRouteUpstreams(route, `routes[${index}]`));
+  });
+  return problems;
 }

@@ -30,7 +30,7 @@ export const DEFAULT_CORS_EXPOSE = [
   'X-Request-Id',
 ];
 
-export const CorsSchema = Type.Object(
+export const CorsDefinitionSchema = Type.Object(
   {
     origins: Type.Array(Type.String({ minLength: 1 }), {
       minItems: 1,
@@ -74,10 +74,10 @@ export const CorsSchema = Type.Object(
       'CORS for browser callers: preflights from allowed origins answered at the edge (204, before authentication, counted by address), `Access-Control-Allow-Origin` and `Vary: Origin` on every answer, refusals included.',
   },
 );
-export type CorsDefinition = Static<typeof CorsSchema>;
+export type CorsDefinition = Static<typeof CorsDefinitionSchema>;
 
 /** What the schema cannot say; each message is `path: problem`. */
-export function checkCors(cors: CorsDefinition, path: string): string[] {
+export function checkCorsDefinition(cors: CorsDefinition, path: string): string[] {
   const problems: string[] = [];
   const anyOrigin = cors.origins.includes('*');
   if (anyOrigin && cors.origins.length > 1)
