@@ -1,12 +1,12 @@
 /**
  * An unsupported Node.js is refused with one line naming the minimum and the version found,
  * exit 1, instead of a `.ts` stack trace: `npm start` and the CLIs run by the machine's own
- * older Node (Debian's Node 20 here; skipped with the reason when the machine has none), and
- * the places that must agree on the minimum (engines, the process entries, every npm script
- * that starts a `.ts` file).
+ * older Node (Debian's Node 20 here; skipped with the reason when the machine has none). The
+ * places that must agree on the minimum (engines, the process entries, every npm script that
+ * starts a `.ts` file) are read in node-check-wiring.unit.test.ts.
  */
 import { execFile, execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -87,31 +87,6 @@ describe.skipIf(older === undefined && !ON_CI)(
 );
 
 describe('where the minimum is stated', () => {
-  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
-    engines: { node: string };
-    scripts: Record<string, string>;
-  };
-
-  it('engines says the same minimum as the check', () => {
-    expect(pkg.engines.node).toBe('>=22.19');
-  });
-
-  it('every npm script that starts a .ts file preloads the check', () => {
-    const starting = Object.entries(pkg.scripts).filter(([, command]) => /\bnode\b[^&]*\.ts\b/.test(command));
-    expect(starting.length).toBeGreaterThan(5);
-    for (const [name, command] of starting)
-      expect(command, name).toMatch(/\bnode --import \.\/shared\/node-check\.js [^&]*\.ts\b/);
-  });
-
-  it('the process entries import the check before anything else, for their built output', () => {
-    for (const entry of ['gateway/main.ts', 'resource-service/main.ts']) {
-      const firstImport = readFileSync(join(ROOT, entry), 'utf8')
-        .split('\n')
-        .find((line) => line.startsWith('import '));
-      expect(firstImport, entry).toBe("import '../shared/node-check.js';");
-    }
-  });
-
   it('the check passes on this Node.js and prints nothing (control)', async () => {
     const result = await run(
       process.execPath,
