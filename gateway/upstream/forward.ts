@@ -143,7 +143,7 @@ function upstreamHeaders(
 ): string[] {
   // The credential itself never goes upstream (forwarded-headers.ts); the principal, where
   // there is one, goes as the gateway's signed assertion.
-  const headers = forwardedHeaders(ctx, trustProxy);
+  const headers = forwardedHeaders(ctx.upstream, ctx.req, trustProxy);
   const { principal, method, target, requestId } = ctx.upstream;
   if (principal !== undefined) {
     if (signingKey === undefined) throw new Error('proxy: a principal is set but no assertion key was given');

@@ -8,7 +8,8 @@ import { REQUEST_ID_HEADER } from '../foundation/header-names.ts';
 import { peerAddress, trustsPeer } from '../edge/client-ip.ts';
 import type { TrustProxy } from '../foundation/trust-proxy.ts';
 import { hopByHopNames } from '../edge/http-hygiene.ts';
-import type { GatewayContext } from '../pipeline/context.ts';
+import type { ClientRequest } from '../pipeline/client-request.ts';
+import type { UpstreamRequest } from '../pipeline/upstream-request.ts';
 
 /** Never forwarded from the client: identity and forwarding facts are ours to state. */
 const CLIENT_FORWARDING = new Set(['forwarded', 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host']);
@@ -29,16 +30,22 @@ const NOT_FORWARDED = new Set([
 
 const COLON = 0x3a;
 
-/** The request's headers for the upstream, as a flat name, value, ... list. */
-export function forwardedHeaders(ctx: GatewayContext, trustProxy: TrustProxy): string[] {
-  const { req } = ctx;
+/**
+ * The request's headers for the upstream, as a flat name, value, ... list: `upstream`'s, with
+ * the forwarding facts of the client's connection (`req`) stated.
+ */
+export function forwardedHeaders(
+  upstream: UpstreamRequest,
+  req: ClientRequest,
+  trustProxy: TrustProxy,
+): string[] {
   const trusted = trustsPeer(trustProxy, req);
   const drop = hopByHopNames(req.headers.connection);
   const out: string[] = [];
   // What a trusted load balancer said before us; never read otherwise.
   const incoming = trusted ? new Map<string, string[]>() : undefined;
   let cookies: string[] | undefined;
-  ctx.upstream.headers.forEach((name, value) => {
+  upstream.headers.forEach((name, value) => {
     // HTTP/2 pseudo-headers are no HTTP/1.1 fields (`:authority` goes on as the forwarded host).
     if (name.charCodeAt(0) === COLON || drop.has(name) || NOT_FORWARDED.has(name)) return;
     if (CLIENT_FORWARDING.has(name)) {
@@ -55,7 +62,7 @@ export function forwardedHeaders(ctx: GatewayContext, trustProxy: TrustProxy): s
   if (cookies !== undefined) out.push('cookie', cookies.join('; '));
 
   // Without a trusted balancer the client address is the peer's, already worked out.
-  const address = trusted ? peerAddress(req) : ctx.upstream.clientIp;
+  const address = trusted ? peerAddress(req) : upstream.clientIp;
   const host = req.headers.host ?? '';
   // RFC 7239: IPv6 addresses are bracketed and the node quoted.
   const node = address.includes(':') ? `"[${address}]"` : address;
@@ -74,7 +81,7 @@ export function forwardedHeaders(ctx: GatewayContext, trustProxy: TrustProxy): s
     'x-forwarded-host',
     incoming?.get('x-forwarded-host')?.[0] ?? host,
     REQUEST_ID_HEADER,
-    ctx.upstream.requestId,
+    upstream.requestId,
   );
   return out;
 }

@@ -8,17 +8,24 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { parseHttpDate } from '../foundation/http-date.ts';
-import type { GatewayContext } from '../pipeline/context.ts';
+import type { Logger } from 'pino';
+import type { RequestFacts } from '../pipeline/context.ts';
 import { available, pickMember } from './balancer.ts';
 import type { ProxyConfig } from '../config/schema/upstream.ts';
 import type { RouteUpstreams } from './route-upstreams.ts';
 import { withinRetryBudget } from './retry-budget.ts';
 import type { Member, UpstreamSet } from './upstream-set.ts';
 
+/** What a retry is told to, of the request it retries: its log, and its audit facts. */
+export interface RetryWitness {
+  readonly log: Logger;
+  readonly facts: RequestFacts;
+}
+
 export interface RetryPolicy {
   /** After a failure to get an answer; the member to retry on, or undefined to give up. */
   afterFailure(
-    ctx: GatewayContext,
+    request: RetryWitness,
     set: UpstreamSet,
     failed: Member,
     reason: string,
@@ -26,7 +33,7 @@ export interface RetryPolicy {
   ): Member | undefined;
   /** After a 5xx answer; the member to retry on (503 only), or undefined to relay the answer. */
   afterServerError(
-    ctx: GatewayContext,
+    request: RetryWitness,
     set: UpstreamSet,
     failed: Member,
     status: number,
@@ -39,7 +46,7 @@ export function createRetryPolicy(config: ProxyConfig, routes: RouteUpstreams): 
   const { outlier, metrics } = routes;
 
   const retryOn = (
-    ctx: GatewayContext,
+    request: RetryWitness,
     set: UpstreamSet,
     failed: Member,
     reason: string,
@@ -48,29 +55,29 @@ export function createRetryPolicy(config: ProxyConfig, routes: RouteUpstreams): 
     if (next === undefined) return undefined;
     if (!withinRetryBudget(set, config.retryBudget)) {
       metrics.retryBudgetExhausted(set.route);
-      ctx.log.warn({ upstream: failed.url, reason }, 'retry budget exhausted: not retrying');
+      request.log.warn({ upstream: failed.url, reason }, 'retry budget exhausted: not retrying');
       return undefined;
     }
     metrics.retried(set.route, reason);
-    (ctx.facts.retries ??= []).push({ target: failed.url, reason });
-    ctx.log.warn({ upstream: failed.url, reason, next: next.url }, 'retrying idempotent request');
+    (request.facts.retries ??= []).push({ target: failed.url, reason });
+    request.log.warn({ upstream: failed.url, reason, next: next.url }, 'retrying idempotent request');
     return next;
   };
 
   return {
-    afterFailure(ctx, set, failed, reason, mayRetry) {
+    afterFailure(request, set, failed, reason, mayRetry) {
       outlier.failed(set, failed);
       if (!mayRetry) return undefined;
       const next = pickMember(set, failed) ?? (available(set, failed) ? failed : undefined);
-      return retryOn(ctx, set, failed, reason, next);
+      return retryOn(request, set, failed, reason, next);
     },
-    afterServerError(ctx, set, failed, status, headers, mayRetry) {
+    afterServerError(request, set, failed, status, headers, mayRetry) {
       const holdMs = status === 503 ? retryAfterMs(headers['retry-after']) : undefined;
       // `Retry-After: 0` (or a date gone by) asks for no wait: a failure like any other.
       if (holdMs === undefined || holdMs === 0) outlier.failed(set, failed);
       else outlier.holdBack(set, failed, holdMs);
       if (!mayRetry || status !== 503 || set.single !== undefined) return undefined;
-      return retryOn(ctx, set, failed, '503', pickMember(set, failed));
+      return retryOn(request, set, failed, '503', pickMember(set, failed));
     },
   };
 }
