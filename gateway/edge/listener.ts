@@ -23,6 +23,7 @@ import { createHttp2Requests } from './http2-requests.ts';
 import { createProgressTimeouts } from './progress-timeout.ts';
 import { NOSNIFF, connectProblem, createRefusals, requestLineOf, type Refusal } from './raw-refusal.ts';
 import { TLS_OPTIONS, type CertificatePair } from './tls.ts';
+import { answerPlainHttp } from './plain-http-on-tls.ts';
 
 export function hstsValue(config: ListenerConfig['hsts']): string | undefined {
   if (!config.enabled) return undefined;
@@ -77,6 +78,7 @@ export function createHttpsListener(config: ListenerConfig, deps: ListenerDeps):
     dispatch,
   ) as EdgeServer;
   server.maxConnections = limits.maxConnections;
+  answerPlainHttp(server, { handshakeTimeoutMs: limits.headersTimeoutMs, log: deps.log });
   server.on('session', supervisor.onSession);
   server.on('secureConnection', lingerBeforeEnd);
   const progress = createProgressTimeouts(limits.progressTimeoutMs, deps.metrics.registry);
