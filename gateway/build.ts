@@ -15,7 +15,7 @@ import { Lifecycle } from '../shared/lifecycle.ts';
 import { readinessChecks } from './admin/readiness-checks.ts';
 import type { ReadinessCheck } from './admin/server.ts';
 import { createAuditLog, type AuditLog } from './audit/audit-log.ts';
-import { createHttpCache, type HttpCache } from './cache/http-cache.ts';
+import { createHttpCache, type HttpCache } from './cache/engine/http-cache.ts';
 import { registerCacheMetrics } from './cache/metrics.ts';
 import type { GatewayConfig } from './config/schema/gateway.ts';
 import { createClientIp } from './edge/client-ip.ts';

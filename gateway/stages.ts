@@ -5,16 +5,16 @@
  *   request-id → trace-context → hygiene → route → deprecation → cors → authenticate
  *   → rate-limit → negotiate-encoding → cache → compress → proxy
  */
-import type { HttpCache } from './cache/http-cache.ts';
+import type { HttpCache } from './cache/engine/http-cache.ts';
 import type { GatewayConfig } from './config/schema/gateway.ts';
 import type { Authenticator } from './identity/authenticate.ts';
 import type { DeprecatedCallCounter } from './observability/deprecation-metrics.ts';
 import type { SpanExporter } from './observability/otlp-exporter.ts';
 import { compose, type NamedStage } from './pipeline/compose.ts';
-import type { GatewayResponse, Stage } from './pipeline/context.ts';
+import type { Stage } from './pipeline/context.ts';
 import type { RateLimiter } from './rate-limit/limiter.ts';
 import { createAuthenticateStage } from './stages/authenticate.ts';
-import { createCacheStage } from './stages/cache.ts';
+import { createCacheStage, type SideCall } from './stages/cache.ts';
 import { createCompressStage } from './stages/compress.ts';
 import { createCorsStage } from './stages/cors.ts';
 import { createDeprecationStage } from './stages/deprecation.ts';
@@ -72,7 +72,7 @@ export function createStages(
   const cors = createCorsStage(config.routes, rateLimitGate);
   const compress = createCompressStage(config.compression);
   // Set once the list is final, overrides applied (below).
-  let belowTheCache: Forward = deps.forward;
+  let belowTheCache: SideCall = deps.forward;
   const stages: { name: StageName; stage: Stage }[] = [
     // First, so that every answer, refusals included, carries the id.
     { name: 'request-id', stage: createRequestIdStage(config.requestId) },
@@ -110,25 +110,20 @@ export function createStages(
 }
 
 /**
- * The stages below the cache as one forward, for its background revalidations (a side call
- * once the client's answer is out), so that they fetch what a miss would: compressed and
- * tagged per encoding, by whatever stages the gateway runs there. A refusal or upstream
- * failure is thrown (nothing is stored); the client's finished `ctx.response` is left as it was.
+ * The stages below the cache as one side call, for its background revalidations (once the
+ * client's answer is out), so that they fetch what a miss would: compressed and tagged per
+ * encoding, by whatever stages the gateway runs there. It runs on a fork of the request's
+ * context (the client's finished one is never touched); a refusal or upstream failure is
+ * thrown (nothing is stored).
  */
-function forwardThrough(below: readonly NamedStage[]): Forward {
+function forwardThrough(below: readonly NamedStage[]): SideCall {
   const run = compose(below);
-  return async (ctx) => {
-    const answered = ctx.response;
-    ctx.response = undefined;
-    try {
-      await run(ctx);
-      const response = ctx.response as GatewayResponse | undefined;
-      if (response === undefined) throw new Error('the stages below the cache left no response');
-      if (response.problem !== undefined) throw response.problem;
-      return response;
-    } finally {
-      ctx.response = answered;
-    }
+  return async (fork) => {
+    await run(fork);
+    const response = fork.response;
+    if (response === undefined) throw new Error('the stages below the cache left no response');
+    if (response.problem !== undefined) throw response.problem;
+    return response;
   };
 }
 

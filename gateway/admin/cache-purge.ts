@@ -6,7 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HttpProblem, sendProblem } from '../../shared/errors.ts';
-import type { HttpCache } from '../cache/http-cache.ts';
+import type { HttpCache } from '../cache/engine/http-cache.ts';
 
 /** Path of the purge endpoint on the admin listener. */
 export const PURGE_PATH = '/cache/purge';

@@ -5,7 +5,7 @@
  * is draining. Everything comes from what the gateway already keeps; nothing here is a secret
  * (no token, key or credential: callers are named by subject, key id or address).
  */
-import type { CacheStats } from '../cache/http-cache.ts';
+import type { CacheStats } from '../cache/engine/http-cache.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
 import type { LimitedCaller } from '../rate-limit/most-limited.ts';
 import type { RateLimiterStatus } from '../rate-limit/limiter.ts';

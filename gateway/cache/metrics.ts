@@ -3,7 +3,7 @@
  * path only bumps plain counters.
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { HttpCache } from './http-cache.ts';
+import type { HttpCache } from './engine/http-cache.ts';
 
 /** Adds the cache's gauges and counters to a gateway registry (`portico_cache_*`). */
 export function registerCacheMetrics(registry: Registry, cache: HttpCache): void {

@@ -21,9 +21,10 @@
  */
 import type { Readable } from 'node:stream';
 import { LRUCache } from 'lru-cache';
-import { ClientGoneError, type GatewayContext } from '../../pipeline/context.ts';
+import { ClientGoneError } from '../../pipeline/context.ts';
+import type { Exchange } from './exchange.ts';
 import { DEFAULT_COLLAPSE } from '../../config/schema/cache.ts';
-import type { CacheRequest, HttpCache, StoredResponse } from '../http-cache.ts';
+import type { CacheRequest, HttpCache, StoredResponse } from '../engine/http-cache.ts';
 import { SHARED_PARTITION } from '../rules/partition.ts';
 
 /** How long a key whose answer served no waiter goes upstream without waiting. */
@@ -33,10 +34,10 @@ const MAX_PASSES = 10_000;
 
 /**
  * Runs `fetch` for a miss, or waits for the same miss in flight: resolves with a stored
- * response to serve (a waiter's luck), or undefined once `fetch` has run (ctx.response set).
+ * response to serve (a waiter's luck), or undefined once `fetch` has run (`exchange.response` set).
  */
 export type CollapseMiss = (
-  ctx: GatewayContext,
+  exchange: Exchange,
   request: CacheRequest,
   fetch: () => Promise<void>,
 ) => Promise<StoredResponse | undefined>;
@@ -46,7 +47,7 @@ export function createCollapseMiss(cache: HttpCache): CollapseMiss {
   const flights = new Map<string, Promise<void>>();
   const passes = new LRUCache<string, true>({ max: MAX_PASSES, ttl: PASS_MS, ttlAutopurge: false });
 
-  async function lead(key: string, ctx: GatewayContext, fetch: () => Promise<void>): Promise<undefined> {
+  async function lead(key: string, exchange: Exchange, fetch: () => Promise<void>): Promise<undefined> {
     let land!: () => void;
     flights.set(key, new Promise<void>((resolve) => (land = resolve)));
     let landed = false;
@@ -62,18 +63,19 @@ export function createCollapseMiss(cache: HttpCache): CollapseMiss {
       done();
       throw error;
     }
-    whenSettled(ctx, done);
+    whenSettled(exchange, done);
     return undefined;
   }
 
-  return async function collapseMiss(ctx, request, fetch) {
-    const key = config.enabled ? collapseKey(ctx, request) : undefined;
+  return async function collapseMiss(exchange, request, fetch) {
+    const key = config.enabled ? collapseKey(exchange, request) : undefined;
     if (key === undefined) return fetch().then(() => undefined);
     const flight = flights.get(key);
-    if (flight === undefined) return passes.has(key) ? fetch().then(() => undefined) : lead(key, ctx, fetch);
-    const landed = await waitFor(flight, config.maxWaitMs, ctx);
+    if (flight === undefined)
+      return passes.has(key) ? fetch().then(() => undefined) : lead(key, exchange, fetch);
+    const landed = await waitFor(flight, config.maxWaitMs, exchange);
     if (landed) {
-      const selection = cache.select(request);
+      const selection = cache.lookup(request);
       if (selection.kind === 'fresh') return selection.entry;
       passes.set(key, true);
     }
@@ -83,9 +85,8 @@ export function createCollapseMiss(cache: HttpCache): CollapseMiss {
 }
 
 /** Undefined for requests never collapsed: not a plain GET, no-store, or no partition of their own. */
-function collapseKey(ctx: GatewayContext, request: CacheRequest): string | undefined {
-  if (request.method !== 'GET' || request.directives.has('no-store') || ctx.upstream.body !== null)
-    return undefined;
+function collapseKey(exchange: Exchange, request: CacheRequest): string | undefined {
+  if (request.method !== 'GET' || request.directives.has('no-store') || exchange.hasBody) return undefined;
   const { caller } = request;
   const partition = caller.own ?? (caller.authenticated ? undefined : SHARED_PARTITION);
   if (partition === undefined) return undefined;
@@ -93,8 +94,8 @@ function collapseKey(ctx: GatewayContext, request: CacheRequest): string | undef
 }
 
 /** Calls `done` once the leader's answer is stored or known not to be. */
-function whenSettled(ctx: GatewayContext, done: () => void): void {
-  const response = ctx.response;
+function whenSettled(exchange: Exchange, done: () => void): void {
+  const response = exchange.response;
   const body: Readable | null | undefined =
     response === undefined || response.bufferedBody !== undefined ? null : response.body;
   if (body === null || body === undefined || body.readableEnded || body.destroyed) {
@@ -104,11 +105,11 @@ function whenSettled(ctx: GatewayContext, done: () => void): void {
   // The cache's copy is committed as the body ends (body-tee.ts), before 'close'; the
   // client's response closing covers a body that is never read (the client left first).
   body.once('close', done);
-  ctx.res.once('close', done);
+  exchange.onClosed(done);
 }
 
 /** True when the flight landed within the bound; throws when the client left meanwhile. */
-async function waitFor(flight: Promise<void>, maxWaitMs: number, ctx: GatewayContext): Promise<boolean> {
+async function waitFor(flight: Promise<void>, maxWaitMs: number, exchange: Exchange): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   let onGone: (() => void) | undefined;
   const outcome = await Promise.race([
@@ -116,11 +117,11 @@ async function waitFor(flight: Promise<void>, maxWaitMs: number, ctx: GatewayCon
     new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), maxWaitMs))),
     new Promise<'gone'>((resolve) => {
       onGone = () => resolve('gone');
-      ctx.signal.once('abort', onGone);
+      exchange.signal.once('abort', onGone);
     }),
   ]);
   clearTimeout(timer);
-  if (onGone !== undefined) ctx.signal.off('abort', onGone);
-  if (outcome === 'gone' || ctx.signal.gone) throw new ClientGoneError();
+  if (onGone !== undefined) exchange.signal.off('abort', onGone);
+  if (outcome === 'gone' || exchange.signal.gone) throw new ClientGoneError();
   return outcome === 'landed';
 }

@@ -2,12 +2,12 @@
  * A 206 from the upstream kept as a piece of the representation (RFC 9111 sections 3.3 and
  * 3.4): one range with `Content-Range: bytes first-last/total`, a strong ETag, and a response
  * that would be stored as a 200 under the section 3 rules. The pieces are combined into a
- * stored 200 once they cover every byte (http-cache.ts, partial-store.ts); the client gets its
+ * stored 200 once they cover every byte (http-cache.ts, store/partial-store.ts); the client gets its
  * 206 as it streams, whatever happens to the copy.
  */
 import type { GatewayResponse } from '../../pipeline/context.ts';
 import { ownCopy, teeBody } from './body-tee.ts';
-import type { CacheRequest, Fill, HttpCache } from '../http-cache.ts';
+import type { CacheRequest, Fill, HttpCache } from '../engine/http-cache.ts';
 import { firstValue } from '../rules/directives.ts';
 
 const CONTENT_RANGE = /^bytes ([0-9]{1,15})-([0-9]{1,15})\/([0-9]{1,15})$/;
@@ -32,11 +32,11 @@ export function keepPiece(
   // Decided as the 200 it will become: the whole length, no Content-Range.
   const headers: Record<string, string | string[]> = { ...response.headers, 'content-length': String(total) };
   delete headers['content-range'];
-  const decision = cache.decide(request, fill, { status: 200, headers, semantics: cache.semantics(headers) });
-  if (!decision.store) return false;
+  const insertion = cache.insert(request, fill, { status: 200, headers });
+  if (!insertion.store) return false;
   const length = end - start + 1;
   const add = (bytes: Buffer) => {
-    if (bytes.length === length) cache.addPiece(fill, decision, { etag, total, first: start, bytes });
+    if (bytes.length === length) insertion.addPiece({ etag, total, first: start, bytes });
   };
   const buffered = response.bufferedBody;
   if (buffered !== undefined) {

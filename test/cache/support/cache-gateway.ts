@@ -13,7 +13,7 @@ import { request as undiciRequest, Agent } from 'undici';
 import { parseAssertionKeys } from '../../../shared/assertion-keys.ts';
 import type { AssertionKey } from '../../../shared/identity-assertion.ts';
 import { buildGateway } from '../../../gateway/build.ts';
-import type { HttpCache } from '../../../gateway/cache/http-cache.ts';
+import type { HttpCache } from '../../../gateway/cache/engine/http-cache.ts';
 import type { CacheConfig } from '../../../gateway/config/schema/cache.ts';
 import { parseConfig } from '../../../gateway/config/load.ts';
 import { createLogger } from '../../../gateway/observability/logger.ts';

@@ -1,0 +1,201 @@
+/**
+ * The cache in front of the upstream, for one request at a time: answers GET and HEAD from
+ * stored responses when RFC 9111 allows, revalidates stale ones with their validators, stores
+ * what may be stored while streaming it to the client, invalidates after successful unsafe
+ * requests. It reads the request and reaches the upstream through an `Exchange`
+ * (exchange.ts), which the cache stage makes of the pipeline's context.
+ */
+import { HttpProblem } from '../../shared/errors.ts';
+import { appendCacheStatus, formatCacheStatus, type CacheStatus } from './answer/cache-status.ts';
+import { storedAnswer } from './answer/stored-answer.ts';
+import type { Outcome } from './engine/cache-stats.ts';
+import type { CacheRequest, Selection } from './engine/cache-types.ts';
+import type { Exchange } from './flight/exchange.ts';
+import { settleAnswer, settleUnstored, type Revalidation, type Settled } from './flight/answer.ts';
+import { createCollapseMiss, type CollapseMiss } from './flight/collapse.ts';
+import { keepPiece } from './flight/range-pieces.ts';
+import { revalidateInBackground, validatorsOf } from './flight/revalidation.ts';
+import type { HttpCache } from './engine/http-cache.ts';
+import { describeRequest } from './rules/cache-request.ts';
+import { SAFE_METHODS, invalidationTargets } from './rules/invalidation-targets.ts';
+
+export class CacheFront {
+  readonly #cache: HttpCache;
+  readonly #collapseMiss: CollapseMiss;
+
+  constructor(cache: HttpCache) {
+    this.#cache = cache;
+    this.#collapseMiss = createCollapseMiss(cache);
+  }
+
+  /** Handles one request: `exchange.response` is its answer once this resolves. */
+  async serve(exchange: Exchange): Promise<void> {
+    const { method } = exchange;
+    if (!SAFE_METHODS.has(method)) return this.#unsafe(exchange);
+    const bypass = this.#bypassReason(exchange);
+    if (bypass !== undefined) return this.#bypassed(exchange, bypass);
+    const request = describeRequest(exchange);
+    const selection = this.#cache.lookup(request);
+    // Ranges are answered from a fresh complete stored response only (stored-answer.ts);
+    // otherwise the request goes upstream as it came. With nothing stored, a 206 may become
+    // a piece of a stored response (3.4); a stale one is left to the next full request.
+    if (method === 'GET' && request.headers.range !== undefined && selection.kind !== 'fresh')
+      return selection.kind === 'uri-miss' || selection.kind === 'vary-miss'
+        ? this.#forwardRange(exchange, request)
+        : this.#bypassed(exchange, 'range');
+    return this.#answer(exchange, request, selection);
+  }
+
+  async #answer(exchange: Exchange, request: CacheRequest, selection: Selection): Promise<void> {
+    switch (selection.kind) {
+      case 'fresh':
+        this.#note(exchange, 'hit');
+        exchange.response = storedAnswer(selection.entry, request, { hit: true });
+        return;
+      case 'stale-while-revalidate':
+        this.#cache.record('hit');
+        this.#note(exchange, 'stale');
+        exchange.response = storedAnswer(selection.entry, request, {
+          hit: true,
+          detail: 'stale-while-revalidate',
+        });
+        revalidateInBackground(exchange, this.#cache, request, selection.entry);
+        return;
+      case 'revalidate':
+        onlyIfCached(request);
+        return this.#forwardAndStore(exchange, request, selection);
+      default: {
+        onlyIfCached(request);
+        const miss = selection.kind;
+        // Nothing to store and nobody to share it with: a miss that is never collapsed either.
+        if (request.directives.has('no-store')) return this.#forwardUnstored(exchange, miss);
+        // The same miss already on its way upstream: its stored answer, when it may serve this one.
+        const shared = await this.#collapseMiss(exchange, request, () =>
+          this.#forwardAndStore(exchange, request, undefined, miss),
+        );
+        if (shared !== undefined) {
+          this.#note(exchange, 'hit');
+          exchange.response = storedAnswer(shared, request, { hit: true, detail: 'collapsed' });
+        }
+        return;
+      }
+    }
+  }
+
+  #bypassReason(exchange: Exchange): string | undefined {
+    const { method } = exchange;
+    if (!this.#cache.config.enabled || !exchange.cacheable) return 'route';
+    if (method !== 'GET' && method !== 'HEAD') return 'method';
+    if (!this.#cache.available()) return 'invalidation-offline';
+    const headers = exchange.headers;
+    // 4.3.2: preconditions that only the origin can evaluate are its business.
+    if (headers['if-match'] !== undefined || headers['if-unmodified-since'] !== undefined)
+      return 'precondition';
+    return undefined;
+  }
+
+  async #bypassed(exchange: Exchange, reason: string): Promise<void> {
+    exchange.fact('bypass');
+    if (reason !== 'route') this.#cache.record('bypass');
+    await exchange.forward();
+    const safe = exchange.method === 'GET' || exchange.method === 'HEAD';
+    finish(exchange, { fwd: safe ? 'bypass' : 'method', detail: reason });
+  }
+
+  /** A range request with nothing stored: forwarded as it came, its 206 kept as a piece when it may be. */
+  async #forwardRange(exchange: Exchange, request: CacheRequest): Promise<void> {
+    exchange.fact('bypass');
+    this.#cache.record('bypass');
+    const fill = this.#cache.openFill(request.path);
+    let kept = false;
+    try {
+      await exchange.forward();
+      const response = exchange.response;
+      if (response !== undefined && response.problem === undefined)
+        kept = keepPiece(this.#cache, request, fill, response);
+    } finally {
+      if (!kept) fill.end();
+    }
+    finish(exchange, { fwd: 'bypass', detail: 'range' });
+  }
+
+  async #unsafe(exchange: Exchange): Promise<void> {
+    await exchange.forward();
+    const response = exchange.response;
+    if (response === undefined) return;
+    // 4.4: a non-error status means the state changed; unknown methods count as unsafe.
+    if (response.status >= 200 && response.status < 400) {
+      const { path, target, headers } = exchange;
+      await this.#cache.invalidate(invalidationTargets(path, target, headers.host, response.headers));
+      exchange.fact('invalidated');
+    } else exchange.fact('bypass');
+    finish(exchange, exchange.cacheable ? { fwd: 'method' } : { fwd: 'bypass', detail: 'route' });
+  }
+
+  async #forwardAndStore(
+    exchange: Exchange,
+    request: CacheRequest,
+    revalidation: Revalidation | undefined,
+    miss: 'uri-miss' | 'vary-miss' = 'uri-miss',
+  ): Promise<void> {
+    const fwd = revalidation === undefined ? miss : revalidation.reason;
+    const fill = this.#cache.openFill(request.path);
+    try {
+      await exchange.forward(
+        revalidation === undefined ? undefined : validatorsOf(revalidation.entry, request),
+      );
+    } catch (error) {
+      fill.end();
+      throw error;
+    }
+    const response = exchange.response;
+    if (response === undefined) {
+      fill.end();
+      return;
+    }
+    this.#settle(
+      exchange,
+      request,
+      await settleAnswer(this.#cache, request, fill, revalidation, response, fwd, 'client'),
+    );
+  }
+
+  /**
+   * A miss whose answer may not be stored whatever it says (the request's no-store, 5.2.1.5):
+   * forwarded without joining a fill and without reading the response's caching semantics,
+   * which nothing would use.
+   */
+  async #forwardUnstored(exchange: Exchange, fwd: CacheStatus['fwd']): Promise<void> {
+    await exchange.forward();
+    const response = exchange.response;
+    if (response === undefined) return;
+    this.#settle(exchange, undefined, settleUnstored(response, fwd));
+  }
+
+  /** The client's answer: the stored response settled on, or the upstream's as relayed. */
+  #settle(exchange: Exchange, request: CacheRequest | undefined, settled: Settled): void {
+    if (settled.outcome !== undefined) this.#note(exchange, settled.outcome);
+    if (settled.serve !== undefined && request !== undefined)
+      exchange.response = storedAnswer(settled.serve, request, settled.status);
+  }
+
+  /** Counts the outcome and tells the audit record. */
+  #note(exchange: Exchange, outcome: Outcome): void {
+    this.#cache.record(outcome);
+    exchange.fact(outcome);
+  }
+}
+
+/** 5.2.1.7: only-if-cached and nothing usable stored → 504. */
+function onlyIfCached(request: CacheRequest): void {
+  if (request.directives.has('only-if-cached'))
+    throw new HttpProblem('ERR_GATEWAY_TIMEOUT', 'only-if-cached: no stored response can be used', {
+      headers: { 'Cache-Status': formatCacheStatus({ detail: 'only-if-cached' }) },
+    });
+}
+
+function finish(exchange: Exchange, status: CacheStatus): void {
+  const response = exchange.response;
+  if (response === undefined) return;
+  appendCacheStatus(response.headers, status);
+}
