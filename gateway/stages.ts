@@ -80,7 +80,7 @@ export function createStages(
     { name: 'trace-context', stage: createTraceContextStage(config.tracing, deps.spanExporter) },
     // Before anything reads the path or headers: smuggled or ambiguous requests stop here.
     { name: 'hygiene', stage: createHygieneStage(config.listener.limits) },
-    { name: 'route', stage: createRouteStage(config.routes) },
+    { name: 'route', stage: createRouteStage(config.routes, deps.limiter) },
     // Right after the route is known: every answer of a deprecated route says so, refusals included.
     ...(deprecation === undefined ? [] : [{ name: 'deprecation' as const, stage: deprecation }]),
     // Before authentication: browsers send preflights without credentials, and a script must

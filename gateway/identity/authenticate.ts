@@ -42,9 +42,10 @@ export type AuthOutcome =
  * Awaited before a credential that is not known good is judged: the failed-authentication
  * throttle counts it there, before any work, and throws its refusal to stop it unjudged. A
  * credential verified before (in the verified-token cache, or an API key whose signature was
- * checked) never passes it.
+ * checked) never passes it. `fingerprint` is a digest of the credential (never the credential):
+ * the throttle tells by it a credential that failed before.
  */
-export type VerifyGate = () => Promise<void>;
+export type VerifyGate = (fingerprint: string) => Promise<void>;
 
 export interface AuthenticatorDeps {
   /** Data dir holding the development issuer and, without Redis, the API-key records. */
@@ -211,7 +212,7 @@ class EdgeAuthenticator implements Authenticator {
       return { ok: false, problem: unauthenticated(), reason: 'no credentials' };
     }
     const match = AUTHORIZATION.exec(authorization.trim());
-    if (match === null) return judged(gate, refuse('malformed Authorization header'));
+    if (match === null) return judged(gate, authorization, refuse('malformed Authorization header'));
     const [, scheme, credential] = match as unknown as [string, string, string];
     switch (scheme.toLowerCase()) {
       case 'bearer':
@@ -219,7 +220,7 @@ class EdgeAuthenticator implements Authenticator {
       case 'apikey':
         return this.apiKey(credential, gate);
       default:
-        return judged(gate, refuse('unsupported authorization scheme'));
+        return judged(gate, authorization, refuse('unsupported authorization scheme'));
     }
   }
 
@@ -246,7 +247,7 @@ class EdgeAuthenticator implements Authenticator {
 
   private async apiKey(presented: string, gate: VerifyGate): Promise<AuthOutcome> {
     const apiKeys = this.apiKeys;
-    if (apiKeys === undefined) return judged(gate, refuse('API keys are not accepted'));
+    if (apiKeys === undefined) return judged(gate, presented, refuse('API keys are not accepted'));
     const id = digest('sha256', presented, 'base64url');
     const claims = this.verifiedApiKeys.get(id);
     if (claims !== undefined) return this.unlessRevoked(apiKeys.store, claims);
@@ -288,7 +289,7 @@ class EdgeAuthenticator implements Authenticator {
         // Refused at its own gate (its address is over the limit): this one passes its own.
       }
     }
-    const judging = gate().then(judge);
+    const judging = gate(id).then(judge);
     this.verifying.set(id, judging);
     try {
       return await judging;
@@ -299,8 +300,8 @@ class EdgeAuthenticator implements Authenticator {
 }
 
 /** A refusal that needed no verifying still passes the gate: it is a guess like any other. */
-async function judged(gate: VerifyGate, outcome: AuthOutcome): Promise<AuthOutcome> {
-  await gate();
+async function judged(gate: VerifyGate, presented: string, outcome: AuthOutcome): Promise<AuthOutcome> {
+  await gate(digest('sha256', presented, 'base64url'));
   return outcome;
 }
 

@@ -9,10 +9,12 @@
  */
 import type { Principal } from '../../shared/principal.ts';
 import type { RedisClient } from '../../shared/redis.ts';
+import { AddressThrottles, type AuthAttempt } from './address-throttles.ts';
 import type { RateLimitPolicyConfig, RateLimitsConfig } from '../config/schema/rate-limit.ts';
 import { openCountingConnection } from './counting-connection.ts';
 import { joinFleet } from './fleet-share.ts';
 import { createMostLimited, type LimitedCaller } from './most-limited.ts';
+import { outcome, type LimitedDecision, type PolicyOutcome } from './outcomes.ts';
 import { added, compilePolicy, PolicyCounter, type CompiledPolicy, type Counted } from './policy-counter.ts';
 import type { StoreFailureLog } from './store-failure-log.ts';
 
@@ -26,22 +28,11 @@ export interface RateLimitSubject {
   principal?: Principal | undefined;
 }
 
-/** Where one policy stands for this request, for the RateLimit headers. */
-export interface PolicyOutcome {
-  name: string;
-  remaining: number;
-  resetSeconds: number;
-  exceeded: boolean;
-  /**
-   * This policy's member of `RateLimit-Policy` (`"name";q=LIMIT;w=WINDOW`), the same on every
-   * answer: the limit and window reach the answer through it (headers.ts).
-   */
-  policyField: string;
-}
+export type { LimitedDecision, PolicyOutcome } from './outcomes.ts';
 
 export type RateLimitDecision =
   | { kind: 'allowed'; outcomes: PolicyOutcome[]; store: StoreState }
-  | { kind: 'limited'; outcomes: PolicyOutcome[]; retryAfterSeconds: number; store: StoreState }
+  | LimitedDecision
   /** The store failed and `onStoreFailure: deny`. */
   | { kind: 'unavailable'; store: StoreState };
 
@@ -59,21 +50,20 @@ export interface RateLimiterStatus {
   onStoreFailure: RateLimitsConfig['onStoreFailure'];
 }
 
-/**
- * One credential that is not known good, counted against its address before it is verified
- * (atomically: concurrent guesses cannot all pass a read-then-count check).
- */
-export interface AuthAttempt {
-  /** Set when the address is over its limit: the credential is refused without being verified. */
-  readonly refusal: Extract<RateLimitDecision, { kind: 'limited' }> | undefined;
-  /** Takes the count back: the credential verified, or could not be judged (issuer down). */
-  refund(): Promise<void>;
-}
+export type { AuthAttempt } from './address-throttles.ts';
 
 export interface RateLimiter {
   check(subject: RateLimitSubject): Promise<RateLimitDecision>;
-  /** Counts an unverified credential from `clientIp` against the failed-authentication limit. */
-  countAuthAttempt(clientIp: string): Promise<AuthAttempt>;
+  /**
+   * Counts an unverified credential from `clientIp` against the failed-authentication limit;
+   * `fingerprint` (a digest of the credential) tells a credential that failed before.
+   */
+  countAuthAttempt(clientIp: string, fingerprint: string): Promise<AuthAttempt>;
+  /**
+   * Counts a request refused before anyone was identified (no route, no credential) against
+   * the anonymous limit of its address: the 429 to answer instead, or undefined.
+   */
+  countAnonymous(clientIp: string): Promise<LimitedDecision | undefined>;
   /** Swaps in new policies; requests already counting finish with the old ones. */
   reconfigure(config: RateLimitsConfig): void;
   status(): RateLimiterStatus;
@@ -85,11 +75,15 @@ export interface RateLimiter {
 
 const DEGRADED_FOR_MS = 5000;
 
-function subjectKey(policy: RateLimitPolicyConfig, subject: RateLimitSubject): string | undefined {
+function subjectKey(
+  policy: RateLimitPolicyConfig,
+  subject: RateLimitSubject,
+  address: string,
+): string | undefined {
   const p = subject.principal;
   switch (policy.key) {
     case 'ip':
-      return subject.clientIp;
+      return address;
     case 'customer':
       return p?.customerId;
     case 'apiKey':
@@ -97,14 +91,14 @@ function subjectKey(policy: RateLimitPolicyConfig, subject: RateLimitSubject): s
     case 'principal':
       // Without a principal (an `auth: none` route) the caller is its address, so that
       // unauthenticated traffic is limited too; `ip:` keeps it apart from `jwt:`/`apikey:` keys.
-      return p === undefined ? `ip:${subject.clientIp}` : `${p.authMethod}:${p.keyId ?? p.subject}`;
+      return p === undefined ? `ip:${address}` : `${p.authMethod}:${p.keyId ?? p.subject}`;
   }
 }
 
 /** Who a refusal is counted against on the dashboard: an identifier, never a credential. */
-function callerOf(subject: RateLimitSubject): string {
+function callerOf(subject: RateLimitSubject, address: string): string {
   const p = subject.principal;
-  return p === undefined ? `ip:${subject.clientIp}` : `${p.authMethod}:${p.keyId ?? p.subject}`;
+  return p === undefined ? `ip:${address}` : `${p.authMethod}:${p.keyId ?? p.subject}`;
 }
 
 function matches(policy: RateLimitPolicyConfig, subject: RateLimitSubject): boolean {
@@ -116,16 +110,6 @@ function matches(policy: RateLimitPolicyConfig, subject: RateLimitSubject): bool
     if (subject.path !== prefix && !subject.path.startsWith(`${prefix}/`)) return false;
   }
   return true;
-}
-
-function outcome(policy: CompiledPolicy, counted: Exclude<Counted, { failed: true }>): PolicyOutcome {
-  return {
-    name: policy.config.name,
-    remaining: Math.max(counted.limit - counted.consumed, 0),
-    resetSeconds: Math.max(Math.ceil(counted.msBeforeNext / 1000), 0),
-    exceeded: counted.consumed > counted.limit,
-    policyField: policy.policyField,
-  };
 }
 
 /** `counted[i]` is what `policies[i]` counted. */
@@ -170,11 +154,9 @@ export function createRateLimiter(initial: RateLimitsConfig, deps: RateLimiterDe
   const counting = redis === undefined ? undefined : openCountingConnection(redis, config.storeTimeoutMs);
   const counter = new PolicyCounter(redis, counting, fleet, deps.storeFailureLog);
 
-  const compileAll = (c: RateLimitsConfig) => ({
-    policies: c.policies.map((p) => compilePolicy(p, 'p:')),
-    authFailures: compilePolicy({ name: 'auth-failures', key: 'ip', ...c.authFailures }, 'builtin:'),
-  });
+  const compileAll = (c: RateLimitsConfig) => ({ policies: c.policies.map((p) => compilePolicy(p, 'p:')) });
   let compiled = compileAll(config);
+  const throttles = new AddressThrottles(config, counter, limitedCallers);
 
   /** A refused request is charged to none of its policies: those that counted it give it back. */
   async function giveBack(policies: CompiledPolicy[], keys: string[], counted: Counted[]): Promise<void> {
@@ -187,13 +169,14 @@ export function createRateLimiter(initial: RateLimitsConfig, deps: RateLimiterDe
 
   return {
     async check(subject) {
+      const address = throttles.addressOf(subject.clientIp);
       const policies: CompiledPolicy[] = [];
       const keys: string[] = [];
       const counting: Promise<Counted>[] = [];
       const onStoreFailure = config.onStoreFailure;
       for (const policy of compiled.policies) {
         if (!matches(policy.config, subject)) continue;
-        const key = subjectKey(policy.config, subject);
+        const key = subjectKey(policy.config, subject, address);
         if (key === undefined) continue;
         policies.push(policy);
         keys.push(key);
@@ -204,36 +187,16 @@ export function createRateLimiter(initial: RateLimitsConfig, deps: RateLimiterDe
       const decision = decide(policies, counted, onStoreFailure);
       if (decision.kind !== 'allowed' && counted.length > 1) await giveBack(policies, keys, counted);
       if (decision.kind === 'limited')
-        limitedCallers.record(callerOf(subject), subject.principal?.customerId);
+        limitedCallers.record(callerOf(subject, address), subject.principal?.customerId);
       return decision;
     },
 
-    async countAuthAttempt(clientIp) {
-      const policy = compiled.authFailures;
-      // The failed-authentication throttle keeps counting in memory whatever the operator
-      // chose for ordinary traffic: authentication never fails open.
-      const counted = await counter.count(policy, clientIp, 1, 'memory');
-      if ('failed' in counted) return { refusal: undefined, refund: () => Promise.resolve() };
-      const o = outcome(policy, counted);
-      if (o.exceeded) limitedCallers.record(`ip:${clientIp}`, undefined);
-      return {
-        refusal: o.exceeded
-          ? {
-              kind: 'limited',
-              outcomes: [o],
-              store: counted.store,
-              retryAfterSeconds: Math.max(1, o.resetSeconds),
-            }
-          : undefined,
-        // Back to the store that counted it; a failure there leaves one count too many, never too few.
-        refund: async () => {
-          if (added(counted)) await counter.count(policy, clientIp, -1, 'memory', counted.store);
-        },
-      };
-    },
+    countAuthAttempt: (clientIp, fingerprint) => throttles.countAuthAttempt(clientIp, fingerprint),
+    countAnonymous: (clientIp) => throttles.countAnonymous(clientIp),
 
     reconfigure(next) {
       const nextCompiled = compileAll(next);
+      throttles.reconfigure(next);
       config = next;
       compiled = nextCompiled;
     },

@@ -15,6 +15,7 @@
 import type { Authenticator } from '../identity/authenticate.ts';
 import { rateLimitProblem } from '../rate-limit/headers.ts';
 import type { AuthAttempt, RateLimiter } from '../rate-limit/limiter.ts';
+import { refuseAnonymous } from './anonymous-limit.ts';
 import type { GatewayContext, Next, Stage } from '../pipeline/context.ts';
 
 export interface AuthenticateStageDeps {
@@ -46,18 +47,22 @@ export function createAuthenticateStage(deps: AuthenticateStageDeps): Stage {
 
 async function judge(ctx: GatewayContext, next: Next, deps: AuthenticateStageDeps): Promise<void> {
   let attempt: AuthAttempt | undefined;
-  const outcome = await deps.authenticator.authenticate(ctx.req.headers, ctx.target, async () => {
-    attempt = await deps.limiter.countAuthAttempt(ctx.upstream.clientIp);
+  const outcome = await deps.authenticator.authenticate(ctx.req.headers, ctx.target, async (fingerprint) => {
+    attempt = await deps.limiter.countAuthAttempt(ctx.upstream.clientIp, fingerprint);
     if (attempt.refusal === undefined) return;
     ctx.facts.auth = { outcome: 'refused', reason: 'too many failed authentications from this address' };
     throw rateLimitProblem(attempt.refusal);
   });
-  // Only a credential that was sent and refused stays counted as a guess.
-  if (attempt !== undefined && (outcome.ok || outcome.problem.code !== 'ERR_INVALID_TOKEN'))
-    await attempt.refund();
+  // Only a credential that was sent and refused stays counted as a guess, and is remembered.
+  if (attempt !== undefined) {
+    if (!outcome.ok && outcome.problem.code === 'ERR_INVALID_TOKEN') attempt.failed();
+    else await attempt.refund();
+  }
   if (!outcome.ok) {
     const unavailable = outcome.problem.status === 503;
     ctx.facts.auth = { outcome: unavailable ? 'unavailable' : 'refused', reason: outcome.reason };
+    // No credential at all: one of the requests the anonymous limit counts (rateLimits.anonymous).
+    if (outcome.problem.code === 'ERR_UNAUTHENTICATED') await refuseAnonymous(ctx, deps.limiter);
     throw outcome.problem;
   }
   ctx.upstream.principal = outcome.principal;

@@ -10,20 +10,28 @@
  */
 import { canonicalPath, isCanonicalPath } from '../../shared/canonical-path.ts';
 import { HttpProblem } from '../../shared/errors.ts';
-import type { Stage } from '../pipeline/context.ts';
+import type { GatewayContext, Stage } from '../pipeline/context.ts';
+import type { RateLimiter } from '../rate-limit/limiter.ts';
+import { refuseAnonymous } from './anonymous-limit.ts';
 import type { RouteDefinition } from '../config/schema/routes.ts';
 
-export function createRouteStage(routes: readonly RouteDefinition[]): Stage {
+export function createRouteStage(routes: readonly RouteDefinition[], limiter?: RateLimiter): Stage {
   // Longest first, each with the text a path below it starts with (`/` for the catch-all,
   // whose every path starts so), made once rather than per request.
   const byLength = [...routes]
     .sort((a, b) => b.prefix.length - a.prefix.length)
     .map((route) => ({ route, below: route.prefix === '/' ? '/' : `${route.prefix}/` }));
+  // A 404 is counted against the address's anonymous limit first (rateLimits.anonymous).
+  const unrouted = async (ctx: GatewayContext, problem: HttpProblem): Promise<never> => {
+    if (limiter !== undefined) await refuseAnonymous(ctx, limiter);
+    throw problem;
+  };
   return function route(ctx, next) {
-    if (!isCanonicalPath(ctx.path)) throw notCanonical(ctx.path);
+    if (!isCanonicalPath(ctx.path)) return unrouted(ctx, notCanonical(ctx.path));
     const { path } = ctx;
     const match = byLength.find((r) => path === r.route.prefix || path.startsWith(r.below));
-    if (match === undefined) throw new HttpProblem('ERR_ROUTE_NOT_FOUND', `no route serves ${path}`);
+    if (match === undefined)
+      return unrouted(ctx, new HttpProblem('ERR_ROUTE_NOT_FOUND', `no route serves ${path}`));
     ctx.upstream.route = match.route;
     return next();
   };

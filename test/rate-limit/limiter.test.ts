@@ -158,15 +158,74 @@ describe('policies against real Redis', () => {
   });
 
   it('throttles failed authentication per address, before any credential is looked at', async () => {
-    const limiter = createRateLimiter(config([], { authFailures: { limit: 3, window: '60s' } }), {
-      redis: await sharedRedis(),
-    });
+    const limiter = createRateLimiter(
+      config([], { authFailures: { limit: 3, window: '60s', newCredentials: 0 } }),
+      { redis: await sharedRedis() },
+    );
     for (let i = 0; i < 3; i++)
-      expect((await limiter.countAuthAttempt('198.51.100.7')).refusal).toBeUndefined();
-    const blocked = await limiter.countAuthAttempt('198.51.100.7');
+      expect((await limiter.countAuthAttempt('198.51.100.7', `guess-${i}`)).refusal).toBeUndefined();
+    const blocked = await limiter.countAuthAttempt('198.51.100.7', 'guess-3');
     expect(blocked.refusal?.kind).toBe('limited');
     expect(blocked.refusal?.retryAfterSeconds).toBeGreaterThan(0);
-    expect((await limiter.countAuthAttempt('198.51.100.8')).refusal).toBeUndefined();
+    expect((await limiter.countAuthAttempt('198.51.100.8', 'guess-4')).refusal).toBeUndefined();
+  });
+
+  it('over the limit, verifies new credentials within their budget and refuses one that failed', async () => {
+    const limiter = createRateLimiter(
+      config([], { authFailures: { limit: 2, window: '60s', newCredentials: 2 } }),
+      { redis: await sharedRedis() },
+    );
+    const ip = '198.51.100.9';
+    for (let i = 0; i < 2; i++) (await limiter.countAuthAttempt(ip, `guess-${i}`)).failed();
+    // A guess that failed here is refused unverified; a credential never seen here is verified.
+    expect((await limiter.countAuthAttempt(ip, 'guess-0')).refusal?.kind).toBe('limited');
+    const valid = await limiter.countAuthAttempt(ip, 'valid');
+    expect(valid.refusal).toBeUndefined();
+    await valid.refund(); // it verified: it spends neither budget
+    const third = await limiter.countAuthAttempt(ip, 'guess-2');
+    expect(third.refusal).toBeUndefined();
+    third.failed();
+    expect((await limiter.countAuthAttempt(ip, 'guess-3')).refusal).toBeUndefined();
+    // Both new-credential verifications of the window spent on guesses: the next one waits.
+    expect((await limiter.countAuthAttempt(ip, 'valid-2')).refusal?.kind).toBe('limited');
+  });
+
+  it('counts IPv6 clients by their /64 (rateLimits.ipv6PrefixLength), IPv4 by address', async () => {
+    const limiter = createRateLimiter(
+      config([{ name: 'by-ip', key: 'ip', limit: 2, window: '60s' }], {
+        authFailures: { limit: 2, window: '60s', newCredentials: 0 },
+      }),
+      { redis: await sharedRedis() },
+    );
+    const kinds = async (ips: string[]) => {
+      const out = [];
+      for (const clientIp of ips) out.push((await limiter.check(request({ clientIp }))).kind);
+      return out;
+    };
+    expect(await kinds(['2001:db8:1:2::1', '2001:db8:1:2:aaaa:bbbb:cccc:dddd', '2001:db8:1:2::3'])).toEqual([
+      'allowed',
+      'allowed',
+      'limited',
+    ]);
+    expect(await kinds(['2001:db8:1:3::1', '192.0.2.10', '192.0.2.11'])).toEqual([
+      'allowed',
+      'allowed',
+      'allowed',
+    ]);
+    for (const ip of ['2001:db8:9:9::1', '2001:db8:9:9::2'])
+      expect((await limiter.countAuthAttempt(ip, ip)).refusal).toBeUndefined();
+    expect((await limiter.countAuthAttempt('2001:db8:9:9:ffff::7', 'x')).refusal?.kind).toBe('limited');
+  });
+
+  it('limits requests refused before anyone is identified, per address (rateLimits.anonymous)', async () => {
+    const limiter = createRateLimiter(config([], { anonymous: { limit: 3, window: '60s' } }), {
+      redis: await sharedRedis(),
+    });
+    for (let i = 0; i < 3; i++) expect(await limiter.countAnonymous('198.51.100.20')).toBeUndefined();
+    const over = await limiter.countAnonymous('198.51.100.20');
+    expect(over?.retryAfterSeconds).toBeGreaterThan(0);
+    expect(over?.outcomes[0]?.name).toBe('anonymous');
+    expect(await limiter.countAnonymous('198.51.100.21')).toBeUndefined();
   });
 
   it('counts attempts atomically across replicas, and a refund gives one back', async () => {
@@ -177,22 +236,24 @@ describe('policies against real Redis', () => {
     clients.push(a, b);
     expect(await waitForRedis(a)).toBe(true);
     expect(await waitForRedis(b)).toBe(true);
-    const settings = config([], { authFailures: { limit: 20, window: '60s' } });
+    const settings = config([], { authFailures: { limit: 20, window: '60s', newCredentials: 0 } });
     const replicaA = createRateLimiter(settings, { redis: a });
     const replicaB = createRateLimiter(settings, { redis: b });
     const ip = '198.51.100.77';
     // 60 at once, half through each replica: exactly the limit is admitted.
     const attempts = await Promise.all(
-      Array.from({ length: 60 }, (_, i) => (i % 2 === 0 ? replicaA : replicaB).countAuthAttempt(ip)),
+      Array.from({ length: 60 }, (_, i) => (i % 2 === 0 ? replicaA : replicaB).countAuthAttempt(ip, `g${i}`)),
     );
     expect(attempts.filter((attempt) => attempt.refusal === undefined)).toHaveLength(20);
     // Refunds (credentials that verified) make room for exactly as many more.
     const other = '198.51.100.78';
-    const admitted = await Promise.all(Array.from({ length: 20 }, () => replicaA.countAuthAttempt(other)));
+    const admitted = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => replicaA.countAuthAttempt(other, `g${i}`)),
+    );
     for (const attempt of admitted.slice(0, 2)) await attempt.refund();
-    expect((await replicaB.countAuthAttempt(other)).refusal).toBeUndefined();
-    expect((await replicaB.countAuthAttempt(other)).refusal).toBeUndefined();
-    expect((await replicaA.countAuthAttempt(other)).refusal?.kind).toBe('limited');
+    expect((await replicaB.countAuthAttempt(other, 'n1')).refusal).toBeUndefined();
+    expect((await replicaB.countAuthAttempt(other, 'n2')).refusal).toBeUndefined();
+    expect((await replicaA.countAuthAttempt(other, 'n3')).refusal?.kind).toBe('limited');
   });
 });
 
@@ -264,8 +325,12 @@ describe('store failure', () => {
     expect(allowed.every((d) => d.kind === 'allowed' && d.outcomes.length === 0)).toBe(true);
     expect((await deny.check(request())).kind).toBe('unavailable');
     // The failed-authentication throttle keeps counting in memory whatever the mode.
-    for (let i = 0; i < 20; i++) expect((await deny.countAuthAttempt('203.0.113.9')).refusal).toBeUndefined();
-    expect((await deny.countAuthAttempt('203.0.113.9')).refusal?.kind).toBe('limited');
+    for (let i = 0; i < 20; i++) {
+      const attempt = await deny.countAuthAttempt('203.0.113.9', 'guess');
+      expect(attempt.refusal).toBeUndefined();
+      attempt.failed();
+    }
+    expect((await deny.countAuthAttempt('203.0.113.9', 'guess')).refusal?.kind).toBe('limited');
   });
 });
 

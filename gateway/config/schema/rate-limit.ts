@@ -94,14 +94,43 @@ export const RateLimitsConfigSchema = Type.Object(
           description: 'Failed authentications allowed per window.',
         }),
         window: Duration('Window of the failed-authentication counter.', '60s'),
+        newCredentials: Type.Integer({
+          minimum: 0,
+          default: 600,
+          description:
+            'Once `limit` is exceeded, credentials not seen failing from that address are still verified, up to this many per window (a valid one is let in, and counts nothing); 0 refuses every credential not known good until the window ends.',
+        }),
       },
       {
         additionalProperties: false,
-        default: { limit: 20, window: '60s' },
+        default: { limit: 20, window: '60s', newCredentials: 600 },
         description:
-          'Built-in policy: failed authentications per client address. Once exceeded, requests from that address are refused before any credential is verified.',
+          'Built-in policy: failed authentications per client address. Once exceeded, a credential that failed before is refused without being verified, and new ones are verified only within `newCredentials` (docs/security.md says why).',
       },
     ),
+    anonymous: Type.Object(
+      {
+        limit: Type.Integer({
+          minimum: 1,
+          default: 120,
+          description: 'Refusals allowed per window and client address.',
+        }),
+        window: Duration('Window of the counter.', '60s'),
+      },
+      {
+        additionalProperties: false,
+        default: { limit: 120, window: '60s' },
+        description:
+          'Built-in policy: requests that name no route (404) or carry no credential for a route that requires one (401), per client address. Past the limit they are answered 429 with Retry-After; requests with a valid credential are not counted and never refused by it.',
+      },
+    ),
+    ipv6PrefixLength: Type.Integer({
+      minimum: 32,
+      maximum: 128,
+      default: 64,
+      description:
+        'IPv6 clients are counted by this prefix wherever a limit counts addresses (`key: ip`, requests without a principal, failed authentications, the anonymous limit): one subscriber or host usually holds a whole /64.',
+    }),
   },
   { additionalProperties: false },
 );
@@ -112,7 +141,9 @@ export const DEFAULT_RATE_LIMITS: RateLimitsConfig = {
   storeTimeoutMs: 250,
   expectedGateways: 1,
   policies: [{ name: 'default', key: 'principal', limit: 600, window: '60s' }],
-  authFailures: { limit: 20, window: '60s' },
+  authFailures: { limit: 20, window: '60s', newCredentials: 600 },
+  anonymous: { limit: 120, window: '60s' },
+  ipv6PrefixLength: 64,
 };
 
 /**

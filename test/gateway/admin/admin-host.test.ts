@@ -12,7 +12,7 @@ import {
   startTestGateway,
   type RecordingUpstream,
   type TestGateway,
-} from './support/harness.ts';
+} from '../support/harness.ts';
 
 let upstream: RecordingUpstream;
 let plain: TestGateway;
