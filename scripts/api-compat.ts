@@ -49,7 +49,7 @@ const [basePath, nextPath] = args as [string, string];
 
 async function load(path: string): Promise<Json> {
   if (path === '--live') {
-    const { buildOpenApiDocument } = await import('../resource-service/openapi.ts');
+    const { buildOpenApiDocument } = await import('../resource-service/api-docs/document.ts');
     return JSON.parse(JSON.stringify(buildOpenApiDocument())) as Json;
   }
   let parsed: unknown;

@@ -1,7 +1,7 @@
 /**
  * SQL for invoices: issued by a payment, listed per customer.
  */
-import type { Invoice } from '../schemas.ts';
+import type { Invoice } from '../model/schemas.ts';
 import type { Db } from './db.ts';
 import { keysetClauses } from './keyset.ts';
 import type { KeysetPage } from './keyset.ts';

@@ -2,7 +2,7 @@
  * SQL for orders and their items. Every read takes an owner scope: one customer's rows or, for
  * admins, all rows.
  */
-import type { Order, OrderInput, OrderStatus } from '../schemas.ts';
+import type { Order, OrderInput, OrderStatus } from '../model/schemas.ts';
 import type { Db, OwnerScope } from './db.ts';
 import { keysetClauses } from './keyset.ts';
 import type { KeysetPage } from './keyset.ts';

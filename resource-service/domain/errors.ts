@@ -3,7 +3,7 @@
  * these; the HTTP layer alone decides how each one is answered (http/problems.ts), so that a
  * rule never needs to know about status codes, problem types or headers.
  */
-import type { OrderStatus } from '../schemas.ts';
+import type { OrderStatus } from '../model/schemas.ts';
 
 /** Each kind of refusal, and the facts an answer may need to explain it. */
 export interface DomainErrorFacts {

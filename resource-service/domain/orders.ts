@@ -5,7 +5,7 @@
  * POST /v1/payments, so that money and status can never disagree. What may change in which
  * state is decided here as well: the routes ask, and answer whatever these rules refuse.
  */
-import type { OrderStatus } from '../schemas.ts';
+import type { OrderStatus } from '../model/schemas.ts';
 import { DomainError } from './errors.ts';
 
 const NEXT: Record<OrderStatus, readonly OrderStatus[]> = {

@@ -2,7 +2,7 @@
  * When an order may be paid: while pending, for exactly its total. A cancelled order is a
  * transition the state machine refuses; any other state means it was paid already.
  */
-import type { OrderStatus } from '../schemas.ts';
+import type { OrderStatus } from '../model/schemas.ts';
 import { DomainError } from './errors.ts';
 
 export function assertPayable(

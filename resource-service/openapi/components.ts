@@ -7,8 +7,7 @@
 import { errorTable } from '../../shared/errors.ts';
 import type { ErrorCode } from '../../shared/errors.ts';
 import { CUSTOMER_ID_PATTERN } from '../../shared/principal.ts';
-import { UUID_PATTERN } from '../routes/context.ts';
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../routes/list.ts';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, UUID_PATTERN } from '../model/limits.ts';
 
 export type Json = Record<string, unknown>;
 

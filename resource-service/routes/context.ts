@@ -5,6 +5,7 @@ import type { Principal } from '../../shared/principal.ts';
 import { isAdmin } from '../../shared/principal.ts';
 import { HttpProblem } from '../../shared/errors.ts';
 import type { OwnerScope } from '../data/db.ts';
+import { UUID_PATTERN } from '../model/limits.ts';
 
 export interface RouteContext {
   sql: Sql;
@@ -17,11 +18,6 @@ export function ownerScope(principal: Principal): OwnerScope {
   return isAdmin(principal) ? 'all-customers' : { customerId: principal.customerId };
 }
 
-/**
- * Lower case only: PostgreSQL writes UUIDs so, and an upper-case alias would be a second path.
- * The OpenAPI document states the same pattern for path ids.
- */
-export const UUID_PATTERN = '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
 const UUID = new RegExp(UUID_PATTERN);
 
 /** A path id that cannot exist is answered like one that does not: 404, same body. */

@@ -23,10 +23,11 @@ import {
   ref,
   responseRef,
 } from '../openapi/components.ts';
-import { INVOICE_STATUSES } from '../schemas.ts';
+import { INVOICE_STATUSES } from '../model/schemas.ts';
 import { notFound } from './context.ts';
 import type { RouteContext } from './context.ts';
-import { cursorBinding, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, sendPage } from './list.ts';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../model/limits.ts';
+import { cursorBinding, sendPage } from './list.ts';
 import { customerEtag, toCustomer, toInvoice } from './representations.ts';
 import type { OperationDoc, Resource } from './route.ts';
 

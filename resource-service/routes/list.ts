@@ -11,9 +11,6 @@ import type { KeysetPosition } from '../data/keyset.ts';
 import type { CursorCodec } from '../http/cursor.ts';
 import { sendRepresentation } from '../http/respond.ts';
 
-export const DEFAULT_PAGE_SIZE = 20;
-export const MAX_PAGE_SIZE = 100;
-
 /**
  * What a cursor is bound to: the caller's view and every parameter except the position and
  * the page size (a client may change the page size between pages, nothing else).

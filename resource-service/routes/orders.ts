@@ -39,11 +39,12 @@ import {
   unsupportedMediaType,
   WRITE_HEADERS,
 } from '../openapi/components.ts';
-import { ORDER_READ_ONLY_FIELDS, ORDER_STATUSES, OrderInput, OrderPatch } from '../schemas.ts';
-import { createValidator } from '../validate.ts';
+import { ORDER_READ_ONLY_FIELDS, ORDER_STATUSES, OrderInput, OrderPatch } from '../model/schemas.ts';
+import { createValidator } from '../model/validate.ts';
 import { notFound, ownerScope, uuidParam } from './context.ts';
 import type { RouteContext } from './context.ts';
-import { cursorBinding, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, sendPage } from './list.ts';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../model/limits.ts';
+import { cursorBinding, sendPage } from './list.ts';
 import { orderEtag, toOrder } from './representations.ts';
 import type { OperationDoc, Resource } from './route.ts';
 

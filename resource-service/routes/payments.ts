@@ -30,8 +30,8 @@ import {
   unsupportedMediaType,
   WRITE_HEADERS,
 } from '../openapi/components.ts';
-import { PaymentInput } from '../schemas.ts';
-import { createValidator } from '../validate.ts';
+import { PaymentInput } from '../model/schemas.ts';
+import { createValidator } from '../model/validate.ts';
 import { notFound, ownerScope, uuidParam } from './context.ts';
 import type { RouteContext } from './context.ts';
 import { PAYMENT_ETAG, toPayment } from './representations.ts';

@@ -7,7 +7,7 @@ import type { CustomerRow } from '../data/customers.ts';
 import type { InvoiceRow } from '../data/invoices.ts';
 import type { OrderRow } from '../data/orders.ts';
 import type { PaymentRow } from '../data/payments.ts';
-import type { Customer, Invoice, Order, Payment } from '../schemas.ts';
+import type { Customer, Invoice, Order, Payment } from '../model/schemas.ts';
 
 const ORDER_REPRESENTATION = 1;
 

@@ -1,7 +1,7 @@
 /**
  * The shape of the route table: each path of the API once, with its operations, each
  * operation with its handler and its OpenAPI description. Polka's registration, the 405 and
- * OPTIONS answers (routes/register.ts) and the OpenAPI paths (openapi/paths.ts) are all derived
+ * OPTIONS answers (routes/register.ts) and the OpenAPI paths (api-docs/paths.ts) are all derived
  * from it, so that they cannot disagree.
  */
 import type { ServerResponse } from 'node:http';

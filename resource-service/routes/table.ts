@@ -1,6 +1,6 @@
 /**
  * Every route of the API, once, in the order polka tries them. The service registers this
- * table (routes/register.ts) and the OpenAPI document describes it (openapi/paths.ts).
+ * table (routes/register.ts) and the OpenAPI document describes it (api-docs/paths.ts).
  */
 import { CUSTOMER_ROUTES } from './customers.ts';
 import { ORDER_ROUTES } from './orders.ts';

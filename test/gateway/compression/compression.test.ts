@@ -8,7 +8,7 @@ import { brotliDecompressSync, gunzipSync, gzipSync } from 'node:zlib';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { buildOpenApiDocument } from '../../../resource-service/openapi.ts';
+import { buildOpenApiDocument } from '../../../resource-service/api-docs/document.ts';
 import { startPortico, type Portico } from '../../e2e/support/portico.ts';
 import {
   startRecordingUpstream,

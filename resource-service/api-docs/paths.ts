@@ -3,7 +3,7 @@
  * parameters first, then one operation per method in the order the table declares them.
  */
 import type { Resource } from '../routes/route.ts';
-import type { Json } from './components.ts';
+import type { Json } from '../openapi/components.ts';
 
 export function pathsOf(table: readonly Resource[]): Json {
   const paths: Json = {};

@@ -3,9 +3,9 @@
  * OpenAPI document itself and the API reference rendered from it. The service answers them
  * before the identity assertion (app.ts); the gateway's default routes make them public.
  */
-import { API_REFERENCE_CSP, API_REFERENCE_PATH } from '../api-reference.ts';
-import type { Json } from './components.ts';
-import { badRequest, headerRef, responseRef } from './components.ts';
+import { API_REFERENCE_CSP, API_REFERENCE_PATH } from './api-reference.ts';
+import type { Json } from '../openapi/components.ts';
+import { badRequest, headerRef, responseRef } from '../openapi/components.ts';
 
 export const OPENAPI_PATH = '/v1/openapi.json';
 

@@ -4,7 +4,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import type { Static, TSchema } from '@sinclair/typebox';
-import { CUSTOMER_ID_PATTERN, SCOPES } from '../shared/principal.ts';
+import { CUSTOMER_ID_PATTERN, SCOPES } from '../../shared/principal.ts';
 
 /** ISO 4217 codes as the ICU data of the running Node knows them. */
 export const CURRENCIES: readonly string[] = Intl.supportedValuesOf('currency');

@@ -6,8 +6,8 @@ import { Ajv } from 'ajv';
 import type { ErrorObject } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { Static, TSchema } from '@sinclair/typebox';
-import { validationProblem } from '../shared/errors.ts';
-import type { ProblemFieldError } from '../shared/errors.ts';
+import { validationProblem } from '../../shared/errors.ts';
+import type { ProblemFieldError } from '../../shared/errors.ts';
 
 // ajv-formats is CommonJS; its default export arrives wrapped under ESM.
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;

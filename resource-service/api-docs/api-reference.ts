@@ -13,9 +13,9 @@ import { readFileSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { HttpProblem } from '../shared/errors.ts';
-import { isNotModified } from './http/conditional.ts';
-import type { ServiceRequest } from './http/request.ts';
+import { HttpProblem } from '../../shared/errors.ts';
+import { isNotModified } from '../http/conditional.ts';
+import type { ServiceRequest } from '../http/request.ts';
 
 export const API_REFERENCE_PATH = '/v1/docs';
 

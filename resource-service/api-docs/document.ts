@@ -6,14 +6,14 @@
  * parameters are in openapi/components.ts.
  */
 import { Type } from '@sinclair/typebox';
-import { errorTable, problemType } from '../shared/errors.ts';
-import type { ErrorCode } from '../shared/errors.ts';
-import { headers, parameters, plain, ref, responses } from './openapi/components.ts';
-import type { Json } from './openapi/components.ts';
-import { pathsOf } from './openapi/paths.ts';
-import { PUBLIC_TAG, publicPaths } from './openapi/public-paths.ts';
-import { MAX_PAGE_SIZE } from './routes/list.ts';
-import { ROUTE_TABLE } from './routes/table.ts';
+import { errorTable, problemType } from '../../shared/errors.ts';
+import type { ErrorCode } from '../../shared/errors.ts';
+import { headers, parameters, plain, ref, responses } from '../openapi/components.ts';
+import type { Json } from '../openapi/components.ts';
+import { pathsOf } from './paths.ts';
+import { PUBLIC_TAG, publicPaths } from './public-paths.ts';
+import { MAX_PAGE_SIZE } from '../model/limits.ts';
+import { ROUTE_TABLE } from '../routes/table.ts';
 import {
   Customer,
   Invoice,
@@ -25,7 +25,7 @@ import {
   PaymentInput,
   Problem,
   User,
-} from './schemas.ts';
+} from '../model/schemas.ts';
 
 const INFO = {
   title: 'Portico resource API',
