@@ -9,6 +9,7 @@ import { decodeProtectedHeader, jwtVerify, type JWTPayload, type ProtectedHeader
 import { LRUCache } from 'lru-cache';
 import { isValidCustomerId, knownScopes, type Principal } from '../../shared/principal.ts';
 import { claimReader, readScopes } from './claim-path.ts';
+import { canonicalSegments, lowSForm } from './jws-spelling.ts';
 import type { KeySource } from './key-source.ts';
 
 export interface JwtVerifierOptions {
@@ -85,6 +86,7 @@ export function createJwtVerifier(options: JwtVerifierOptions) {
     const hash = cache === undefined ? '' : digest('sha256', token, 'base64url');
     const cached = cache === undefined ? undefined : fromCache(hash);
     if (cached !== undefined) return { ok: true, principal: cached, cacheHit: true };
+    if (!canonicalSegments(token)) return invalid('non-canonical base64url encoding');
 
     let header: ProtectedHeaderParameters;
     try {
@@ -92,6 +94,12 @@ export function createJwtVerifier(options: JwtVerifierOptions) {
     } catch {
       return invalid('malformed token');
     }
+    // The other S of a signature verified before is that token: the cache keys both by the
+    // low-S form (jws-spelling.ts).
+    const lowS = typeof header.alg === 'string' && cache !== undefined ? lowSForm(token, header.alg) : token;
+    const lowSHash = lowS === token ? hash : digest('sha256', lowS, 'base64url');
+    const sameToken = lowSHash === hash ? undefined : fromCache(lowSHash);
+    if (sameToken !== undefined) return { ok: true, principal: sameToken, cacheHit: true };
     if (KEY_REFERENCES.some((member) => member in header)) {
       return invalid('token header names its own key; keys come only from the configured issuer');
     }
@@ -147,7 +155,9 @@ export function createJwtVerifier(options: JwtVerifierOptions) {
       authMethod: 'jwt' as const,
     });
     if (cache !== undefined && typeof payload.exp === 'number') {
-      cache.set(hash, { principal, expiresAt: payload.exp * 1000, kid: header.kid });
+      const entry = { principal, expiresAt: payload.exp * 1000, kid: header.kid };
+      cache.set(hash, entry);
+      if (lowSHash !== hash) cache.set(lowSHash, entry);
     }
     return { ok: true, principal, cacheHit: false };
   }

@@ -288,6 +288,51 @@ describe('the attacker’s checklist', () => {
 });
 
 describe('the verified-token cache', () => {
+  /** P-256's group order: (r, n - s) verifies wherever (r, s) does. */
+  const P256_N = 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551n;
+  const parts = (token: string) => token.split('.') as [string, string, string];
+  /** The other S of the same signature: low-S for high-S and back. */
+  function otherS(token: string): string {
+    const [header, payload, signature] = parts(token);
+    const bytes = Buffer.from(signature, 'base64url');
+    const s = BigInt(`0x${bytes.subarray(32).toString('hex')}`);
+    const flipped = Buffer.from((P256_N - s).toString(16).padStart(64, '0'), 'hex');
+    return `${header}.${payload}.${Buffer.concat([bytes.subarray(0, 32), flipped]).toString('base64url')}`;
+  }
+  /** The same bytes with a padding bit of the last base64url character set (64 bytes: 4 spare bits). */
+  function repadded(segment: string): string {
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+    const last = alphabet.indexOf(segment.at(-1)!);
+    return segment.slice(0, -1) + alphabet[last ^ 1]!;
+  }
+
+  it('refuses a signature, header or payload spelt with non-zero padding bits (one token, one spelling)', async () => {
+    const token = await sign();
+    expectPrincipal(await bearer(token));
+    const [header, payload, signature] = parts(token);
+    expect(Buffer.from(repadded(signature), 'base64url')).toEqual(Buffer.from(signature, 'base64url'));
+    expectInvalidToken(await bearer(`${header}.${payload}.${repadded(signature)}`), /encoding/);
+    for (const respelt of [header, payload].filter((segment) => segment.length % 4 !== 0)) {
+      const variant = token.replace(respelt, repadded(respelt));
+      if (Buffer.from(repadded(respelt), 'base64url').equals(Buffer.from(respelt, 'base64url')))
+        expectInvalidToken(await bearer(variant), /encoding/);
+    }
+  });
+
+  it('serves the other S of a verified ES256 signature from the cache, without verifying it again', async () => {
+    const token = await sign();
+    expect(expectPrincipal(await bearer(token)).cacheHit).toBe(false);
+    const malleated = otherS(token);
+    expect(malleated).not.toBe(token);
+    const again = expectPrincipal(await bearer(malleated));
+    expect(again.principal).toEqual(expectPrincipal(await bearer(token)).principal);
+    expect(again.cacheHit).toBe(true);
+    // And the other way round, for an issuer whose signature was the high one.
+    const second = await sign();
+    expect(expectPrincipal(await bearer(otherS(second))).cacheHit).toBe(false);
+    expect(expectPrincipal(await bearer(second)).cacheHit).toBe(true);
+  });
+
   it('never serves a token past its exp', async () => {
     const now = Math.floor(clock.now() / 1000);
     const token = await sign(claims({ exp: now + 60 }));
