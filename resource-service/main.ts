@@ -14,11 +14,11 @@
  */
 // First: on a Node.js too old, one line and exit 1 before any other module runs.
 import '../shared/node-check.js';
-import { pino } from 'pino';
 import { installCrashGuard } from '../shared/crash-guard.ts';
 import { armExitDeadline } from '../shared/exit-deadline.ts';
 import { createLogDestination } from '../shared/log-destination.ts';
 import { ServiceConfigError } from './config.ts';
+import { createServiceLogger } from './logger.ts';
 import { runService } from './run.ts';
 
 const env = process.env;
@@ -26,7 +26,7 @@ const env = process.env;
 // retrying forever on a stdout whose reader left (shared/log-destination.ts).
 const destination = createLogDestination(1);
 process.once('exit', () => destination.flushSync());
-const log = pino({ name: 'resource-service', level: env['LOG_LEVEL'] ?? 'info' }, destination);
+const log = createServiceLogger(env['LOG_LEVEL'] || 'info', destination);
 /**
  * What a stop may take beyond the drain deadline before the process exits regardless: the
  * database pool's end after a drain that finished waits up to 5 s for its queries (run.ts).

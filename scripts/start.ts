@@ -9,7 +9,6 @@
  * One process at a time: the data dir's lock is taken before anything in it is touched.
  */
 import { readFileSync } from 'node:fs';
-import { pino } from 'pino';
 import { Agent, getGlobalDispatcher, setGlobalDispatcher } from 'undici';
 import { loadAssertionKeys } from '../shared/assertion-keys.ts';
 import { installCrashGuard } from '../shared/crash-guard.ts';
@@ -31,6 +30,7 @@ import { startEmbeddedDatabase } from '../resource-service/db/embedded.ts';
 import type { EmbeddedDatabase } from '../resource-service/db/embedded.ts';
 import { DEMO_CUSTOMERS, hasDemoData, seedDemoData } from '../resource-service/demo-data.ts';
 import { readServiceConfig } from '../resource-service/config.ts';
+import { createServiceLogger } from '../resource-service/logger.ts';
 import { runService } from '../resource-service/run.ts';
 import { answerHelp, usageError } from './cli-args.ts';
 
@@ -56,7 +56,7 @@ const dataDir = env['PORTICO_DATA_DIR'] ?? '.portico';
 const level = logLevelOf(env);
 const gatewayLog = createLogger({ level });
 // Never blocking or retrying forever on a stdout whose reader left (`npm start | tee log`).
-const serviceLog = pino({ name: 'resource-service', level }, createLogDestination(1));
+const serviceLog = createServiceLogger(level, createLogDestination(1));
 const TOKEN_TTL_SECONDS = 3600;
 const DEFAULT_DATA_DIR = '.portico';
 

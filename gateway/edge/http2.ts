@@ -198,12 +198,18 @@ export function superviseSessions(
       sessions.delete(session);
     });
     session.on('error', (error: NodeJS.ErrnoException) => {
-      // nghttp2 ends a session that broke its rules (a reset flood among them) with GOAWAY.
-      log.warn({ code: error.code, message: error.message }, 'HTTP/2 connection closed on error');
+      // nghttp2 ends a session that broke its rules (a reset flood among them) with GOAWAY: a
+      // warning. A client that went away abruptly (a reset, a broken pipe) is every day's
+      // traffic, not something to alert on: debug.
+      const level = CLIENT_GONE.has(error.code ?? '') ? 'debug' : 'warn';
+      log[level]({ code: error.code, message: error.message }, 'HTTP/2 connection closed on error');
     });
   }
   return { onSession, sessions };
 }
+
+/** The socket errors of a client that left without closing: no fault of the gateway's. */
+const CLIENT_GONE = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED']);
 
 /** GOAWAY now; a client that keeps the connection open past a second is cut. */
 function closeSession(session: Http2Session): void {
