@@ -2,6 +2,7 @@
  * The TLS policy every Portico listener and client shares: TLS 1.2 and later, AEAD suites only.
  * One list, so the edge, the service and the gateway's upstream connections cannot drift apart.
  */
+import { constants } from 'node:crypto';
 
 /**
  * The suites offered, TLS 1.3's first (all AEAD). For TLS 1.2 only forward-secret AEAD suites,
@@ -28,6 +29,10 @@ export const TLS_OPTIONS = {
   // X25519 first: fastest key exchange; P-256 and P-384 for clients without it.
   ecdhCurve: 'X25519:prime256v1:secp384r1',
   honorCipherOrder: true,
+  // No TLS 1.2 renegotiation: a client asking for one makes the server redo a handshake's
+  // public-key work on the same connection at almost no cost to itself, and HTTP/2 forbids it
+  // (RFC 9113 §9.2.1). OpenSSL answers such a request with a no_renegotiation alert.
+  secureOptions: constants.SSL_OP_NO_RENEGOTIATION,
 } as const;
 
 /** The client side of the same policy (the gateway's connections to its upstreams). */
