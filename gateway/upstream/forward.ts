@@ -25,7 +25,7 @@ import { nextExchangeId } from './answer-binding.ts';
 import { pickMember } from './balancer.ts';
 import { unavailableProblem } from './circuit-breaker.ts';
 import type { ProxyConfig } from '../config/schema/upstream.ts';
-import { forwardedHeaders, relayedHeaders } from './forwarded-headers.ts';
+import { forwardedHeaders, relayedHeaders, viaEntry } from './forwarded-headers.ts';
 import { relayInterim } from './interim.ts';
 import { relayableAnswer } from './relayable-answer.ts';
 import { createRetryPolicy } from './retry-policy.ts';
@@ -54,6 +54,8 @@ export function createForward(config: ProxyConfig, deps: ForwardDeps): Forward {
   }
   const signingKey = deps.assertionKeys?.[0];
   const policy = createRetryPolicy(config, deps.routes);
+  // Answers come from the upstream over HTTP/1.1 (pools.ts: no h2): our entry says so.
+  const responseVia = viaEntry({ httpVersionMajor: 1, httpVersionMinor: 1 }, config.viaName);
   const unavailable = (set: UpstreamSet) => {
     const problem = unavailableProblem(set, config.circuitBreaker.retryAfterSeconds);
     deps.routes.metrics.unavailable(set.route, problem.code);
@@ -71,7 +73,7 @@ export function createForward(config: ProxyConfig, deps: ForwardDeps): Forward {
     if (declared !== undefined && Number(declared) > deps.maxBodyBytes) throw tooLarge(deps.maxBodyBytes);
     const hasBody = request.body !== null;
 
-    const headers = upstreamHeaders(ctx, config.trustProxy, signingKey);
+    const headers = upstreamHeaders(ctx, config, signingKey);
     let member = pickMember(set);
     if (member === undefined) throw unavailable(set);
     const body = request.body === null ? null : await readLimitedBody(request.body, deps.maxBodyBytes);
@@ -108,7 +110,7 @@ export function createForward(config: ProxyConfig, deps: ForwardDeps): Forward {
             continue;
           }
         }
-        return responseOf(status, answer);
+        return responseOf(status, answer, responseVia);
       } catch (caught) {
         if (caught instanceof HttpProblem) throw caught;
         const failure = body?.failure();
@@ -138,12 +140,12 @@ export function createForward(config: ProxyConfig, deps: ForwardDeps): Forward {
 /** The request's headers as they go upstream: forwarding fields, and the principal asserted. */
 function upstreamHeaders(
   ctx: GatewayContext,
-  trustProxy: ProxyConfig['trustProxy'],
+  config: Pick<ProxyConfig, 'trustProxy' | 'viaName'>,
   signingKey: AssertionKey | undefined,
 ): string[] {
   // The credential itself never goes upstream (forwarded-headers.ts); the principal, where
   // there is one, goes as the gateway's signed assertion.
-  const headers = forwardedHeaders(ctx.upstream, ctx.req, trustProxy);
+  const headers = forwardedHeaders(ctx.upstream, ctx.req, config.trustProxy, config.viaName);
   const { principal, method, target, requestId } = ctx.upstream;
   if (principal !== undefined) {
     if (signingKey === undefined) throw new Error('proxy: a principal is set but no assertion key was given');
@@ -153,8 +155,8 @@ function upstreamHeaders(
 }
 
 /** The upstream's answer as the pipeline relays it (its first body bytes are in). */
-function responseOf(status: number, answer: UpstreamAnswer): GatewayResponse {
-  const relayed = relayedHeaders(answer.headers);
+function responseOf(status: number, answer: UpstreamAnswer, via: string): GatewayResponse {
+  const relayed = relayedHeaders(answer.headers, via);
   if (answer.whole !== undefined) return bufferedResponse(status, relayed, answer.whole);
   // A HEAD answer has no body to relay.
   return { status, headers: relayed, body: answer.stream };

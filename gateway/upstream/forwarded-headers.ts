@@ -31,13 +31,27 @@ const NOT_FORWARDED = new Set([
 const COLON = 0x3a;
 
 /**
+ * This gateway's `Via` entry (RFC 9110 §7.6.3): the protocol version the message came in with
+ * (`1.1`, `1.0`, `2`; the protocol name is left out for HTTP) and the configured pseudonym.
+ */
+export function viaEntry(
+  version: { httpVersionMajor: number; httpVersionMinor: number },
+  viaName: string,
+): string {
+  const { httpVersionMajor: major, httpVersionMinor: minor } = version;
+  return major >= 2 ? `${major} ${viaName}` : `${major}.${minor} ${viaName}`;
+}
+
+/**
  * The request's headers for the upstream, as a flat name, value, ... list: `upstream`'s, with
- * the forwarding facts of the client's connection (`req`) stated.
+ * the forwarding facts of the client's connection (`req`) stated and this gateway's `Via`
+ * entry appended to the client's (`viaName` is its pseudonym).
  */
 export function forwardedHeaders(
   upstream: UpstreamRequest,
   req: ClientRequest,
   trustProxy: TrustProxy,
+  viaName: string,
 ): string[] {
   const trusted = trustsPeer(trustProxy, req);
   const drop = hopByHopNames(req.headers.connection);
@@ -45,6 +59,8 @@ export function forwardedHeaders(
   // What a trusted load balancer said before us; never read otherwise.
   const incoming = trusted ? new Map<string, string[]>() : undefined;
   let cookies: string[] | undefined;
+  // Earlier hops' entries, in order: ours goes after them, on one line.
+  const via: string[] = [];
   upstream.headers.forEach((name, value) => {
     // HTTP/2 pseudo-headers are no HTTP/1.1 fields (`:authority` goes on as the forwarded host).
     if (name.charCodeAt(0) === COLON || drop.has(name) || NOT_FORWARDED.has(name)) return;
@@ -57,9 +73,15 @@ export function forwardedHeaders(
       (cookies ??= []).push(value);
       return;
     }
+    if (name === 'via') {
+      via.push(value);
+      return;
+    }
     out.push(name, value);
   });
   if (cookies !== undefined) out.push('cookie', cookies.join('; '));
+  via.push(viaEntry(req, viaName));
+  out.push('via', via.join(', '));
 
   // Without a trusted balancer the client address is the peer's, already worked out.
   const address = trusted ? peerAddress(req) : upstream.clientIp;
@@ -86,9 +108,13 @@ export function forwardedHeaders(
   return out;
 }
 
-/** The upstream's response headers without its hop-by-hop fields. */
+/**
+ * The upstream's response headers without its hop-by-hop fields; with `via` (this gateway's
+ * entry, for a final answer), that entry appended to the upstream's own.
+ */
 export function relayedHeaders(
   headers: Record<string, string | string[] | undefined>,
+  via?: string,
 ): Record<string, string | string[]> {
   const drop = hopByHopNames(headers['connection']);
   const out: Record<string, string | string[]> = {};
@@ -96,6 +122,10 @@ export function relayedHeaders(
     const value = headers[name];
     if (value === undefined || drop.has(name)) continue;
     out[name] = value;
+  }
+  if (via !== undefined) {
+    const before = out['via'];
+    out['via'] = before === undefined ? via : [before, via].flat().join(', ');
   }
   return out;
 }

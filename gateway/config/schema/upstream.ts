@@ -218,6 +218,16 @@ const PROXY_PROPERTIES = {
         'is refused: a client could name a new address per request and dodge per-address limits.',
     },
   ),
+  viaName: Type.String({
+    // A token (RFC 9110 §7.6.3 pseudonym), optionally with a port.
+    pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+(?::[0-9]{1,5})?$",
+    maxLength: 64,
+    default: 'portico',
+    description:
+      "This gateway's name in the Via field it appends to every forwarded request and relayed answer " +
+      '(e.g. `1.1 portico`, `2 portico` for a request that came over HTTP/2), after the entries already there. ' +
+      'A pseudonym keeps internal host names out of it.',
+  }),
   connectionsPerUpstream: Type.Integer({
     minimum: 1,
     default: 128,
