@@ -115,7 +115,7 @@ export class HttpCache {
   lookup(request: CacheRequest): Selection {
     let seen = false;
     for (const partition of lookupPartitions(request.caller)) {
-      const variants = this.#store.variants(primaryKey(partition, request.target));
+      const variants = this.#store.variants(primaryKey(partition, request.authority, request.target));
       seen ||= variants.length > 0;
       const matching = variants.filter((entry) => varyMatches(entry, request.headers));
       if (matching.length === 0) continue;
@@ -156,7 +156,7 @@ export class HttpCache {
     const length = Number(response.headers['content-length']);
     if (Number.isFinite(length) && length > this.config.maxEntryBytes)
       return { store: false, reason: 'too-large' };
-    const primary = primaryKey(where.partition, request.target);
+    const primary = primaryKey(where.partition, request.authority, request.target);
     const varyValues = new Map(
       semantics.vary.map((name) => [name, varyValue(request.headers, name)] as const),
     );

@@ -90,7 +90,7 @@ function collapseKey(exchange: Exchange, request: CacheRequest): string | undefi
   const { caller } = request;
   const partition = caller.own ?? (caller.authenticated ? undefined : SHARED_PARTITION);
   if (partition === undefined) return undefined;
-  return `${partition}\n${request.target}\n${request.headers['accept-encoding'] ?? ''}`;
+  return `${partition}\n${request.authority}\n${request.target}\n${request.headers['accept-encoding'] ?? ''}`;
 }
 
 /** Calls `done` once the leader's answer is stored or known not to be. */

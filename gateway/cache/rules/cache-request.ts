@@ -11,6 +11,8 @@ import { requestView, type PolicyRequest } from './policy.ts';
 /** One request, as the cache reads it . */
 export interface CacheRequest {
   readonly method: string;
+  /** The authority the client addressed, normalised (`normalAuthority`): part of the key. */
+  readonly authority: string;
   readonly target: string;
   readonly path: string;
   readonly headers: IncomingHttpHeaders;
@@ -42,6 +44,7 @@ export function describeRequest(init: RequestInit): CacheRequest {
  */
 class DescribedRequest implements CacheRequest {
   readonly method: string;
+  readonly authority: string;
   readonly target: string;
   readonly path: string;
   readonly headers: IncomingHttpHeaders;
@@ -51,6 +54,7 @@ class DescribedRequest implements CacheRequest {
 
   constructor(init: RequestInit, caller: Caller) {
     this.method = init.method;
+    this.authority = normalAuthority(init.headers.host);
     this.target = init.target;
     this.path = init.path;
     this.headers = init.headers;
@@ -62,4 +66,15 @@ class DescribedRequest implements CacheRequest {
     this.#view ??= requestView(this.target, this.headers);
     return this.#view;
   }
+}
+
+/**
+ * The client's Host (HTTP/2: :authority, copied to host at the edge), as the key holds it: the
+ * same origin under one spelling (RFC 3986 section 6.2.2.1: the host is case-insensitive;
+ * 6.2.3: a default port is the same as none). The gateway forwards this authority upstream
+ * (X-Forwarded-Host, Forwarded: host=), where it may shape the answer, so the key holds it.
+ */
+export function normalAuthority(host: string | undefined): string {
+  const lower = (host ?? '').trim().toLowerCase();
+  return lower.endsWith(':443') ? lower.slice(0, -4) : lower;
 }

@@ -35,9 +35,12 @@ export interface StoredResponse {
 /** Per-entry bookkeeping beyond the body: keys, maps, the policy object. */
 const ENTRY_OVERHEAD = 1024;
 
-/** Key of the variants of one target in one partition. */
-export function primaryKey(partition: string, target: string): string {
-  return `${partition}\n${target}`;
+/**
+ * Key of the variants of one URI in one partition: the authority and the target (RFC 9111
+ * section 2), so that an answer built from one Host is never served to a client of another.
+ */
+export function primaryKey(partition: string, authority: string, target: string): string {
+  return `${partition}\n${authority}\n${target}`;
 }
 
 /** Key of one variant: the primary key and the request's values of the Vary fields. */
