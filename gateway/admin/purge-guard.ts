@@ -13,7 +13,7 @@ import type { IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import { HttpProblem } from '../../shared/errors.ts';
 import { readOrCreateSecretFile } from '../../shared/data-dir-secrets.ts';
-import { unmappedAddress } from '../edge/client-ip.ts';
+import { unmappedAddress } from '../foundation/trust-proxy.ts';
 
 export const ADMIN_TOKEN_ENV = 'PORTICO_ADMIN_TOKEN';
 export const ADMIN_TOKEN_FILE = 'admin-token';

@@ -12,45 +12,13 @@
  *   outermost of them appended, N from the right of the header and the source together.
  */
 import type { IncomingMessage } from 'node:http';
-import { BlockList, isIP } from 'node:net';
-import type { ClientRequest } from '../pipeline/client-request.ts';
-import { addEntry, trustProxyProblems, type TrustProxy } from '../foundation/trust-proxy.ts';
-
-/**
- * A socket address as the gateway states it: a dual-stack listener reports IPv4 peers as
- * `::ffff:a.b.c.d`, and upstreams, logs and the audit expect `a.b.c.d`.
- */
-export function unmappedAddress(address: string): string {
-  return address.startsWith('::ffff:') ? address.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/, '') : address;
-}
-
-/** The address of the peer this gateway talks to (what it states in X-Forwarded-For). */
-export function peerAddress(req: Pick<ClientRequest, 'socket'>): string {
-  return unmappedAddress(req.socket.remoteAddress ?? 'unknown');
-}
-
-/** Whether `address` is one of the named proxies. */
-function listMatcher(entries: readonly string[]): (address: string) => boolean {
-  const list = new BlockList();
-  for (const entry of entries) addEntry(list, entry);
-  return (address) => {
-    const family = isIP(address);
-    return family !== 0 && list.check(address, family === 4 ? 'ipv4' : 'ipv6');
-  };
-}
-
-const matchers = new WeakMap<readonly string[], (address: string) => boolean>();
-function matcherOf(entries: readonly string[]): (address: string) => boolean {
-  let matcher = matchers.get(entries);
-  if (matcher === undefined) matchers.set(entries, (matcher = listMatcher(entries)));
-  return matcher;
-}
-
-/** Whether the connection comes from a proxy whose forwarding headers are believed. */
-export function trustsPeer(trust: TrustProxy, req: Pick<ClientRequest, 'socket'>): boolean {
-  if (typeof trust === 'number') return true;
-  return Array.isArray(trust) && matcherOf(trust as readonly string[])(peerAddress(req));
-}
+import {
+  matcherOf,
+  peerAddress,
+  trustProxyProblems,
+  unmappedAddress,
+  type TrustProxy,
+} from '../foundation/trust-proxy.ts';
 
 /** The X-Forwarded-For entries, left to right. */
 function forwardedChain(req: IncomingMessage): string[] {

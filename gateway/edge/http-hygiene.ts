@@ -11,20 +11,6 @@ import { HttpProblem } from '../../shared/errors.ts';
 import type { ClientRequest } from '../pipeline/client-request.ts';
 import { isHttp2Request } from './http2.ts';
 
-/** RFC 9110 §7.6.1, plus the de facto ones that proxies must not forward either. */
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  'http2-settings',
-]);
-
 /** Fields whose duplicates let two parties disagree about the request. */
 const SINGLETON_FIELDS = ['host', 'content-length', 'transfer-encoding', 'authorization'] as const;
 type SingletonField = (typeof SINGLETON_FIELDS)[number];
@@ -54,25 +40,6 @@ function singletonCounts(raw: readonly string[]): Record<SingletonField, number>
     }
   }
   return counts;
-}
-
-/**
- * The headers to drop when forwarding a message: the fixed hop-by-hop set, plus every field
- * the sender named in `Connection` (RFC 9110 §7.6.1).
- */
-export function hopByHopNames(connectionHeader: string | string[] | undefined): ReadonlySet<string> {
-  // `keep-alive` and `close` name nothing beyond the fixed set: no copy per message.
-  if (connectionHeader === undefined || connectionHeader === 'keep-alive' || connectionHeader === 'close')
-    return HOP_BY_HOP;
-  const names = new Set(HOP_BY_HOP);
-  const values = Array.isArray(connectionHeader) ? connectionHeader : [connectionHeader];
-  for (const value of values) {
-    for (const token of value.split(',')) {
-      const name = token.trim().toLowerCase();
-      if (name !== '') names.add(name);
-    }
-  }
-  return names;
 }
 
 /**

@@ -8,7 +8,7 @@ import type { Http2ServerResponse } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import { HttpProblem, PROBLEM_CONTENT_TYPE, errorTable, type ErrorCode } from '../../shared/errors.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
-import { unmappedAddress } from './client-ip.ts';
+import { unmappedAddress } from '../foundation/trust-proxy.ts';
 import { stopReceiving } from './http2.ts';
 
 /** What is known of a request answered on the socket; never more than its request line told. */

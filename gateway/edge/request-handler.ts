@@ -6,9 +6,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { HttpProblem, sendProblem } from '../../shared/errors.ts';
-import { hasRequestBody } from './request-body.ts';
+import { http2BodyFollows } from './http2.ts';
 import { cutResponse, writeResponse } from './respond.ts';
 import type { RequestAccounting } from '../observability/request-accounting.ts';
+import type { ClientRequest } from '../pipeline/client-request.ts';
 import { ClientSignal } from '../pipeline/client-signal.ts';
 import { ClientGoneError, createContext, type GatewayContext } from '../pipeline/context.ts';
 
@@ -70,4 +71,14 @@ export function createRequestHandler(deps: RequestHandlerDeps): RequestHandler {
     });
     void handle(ctx, res);
   };
+}
+
+/**
+ * Whether the request carries a body: a non-zero Content-Length, a transfer coding, or an
+ * HTTP/2 stream left open after its headers (h2 needs neither to send a body).
+ */
+function hasRequestBody(req: ClientRequest): boolean {
+  const length = req.headers['content-length'];
+  if (length !== undefined && length !== '0') return true;
+  return req.headers['transfer-encoding'] !== undefined || (length === undefined && http2BodyFollows(req));
 }

@@ -13,7 +13,7 @@
  */
 import { HttpProblem } from '../../shared/errors.ts';
 import { IDENTITY_HEADER, signAssertion, type AssertionKey } from '../../shared/identity-assertion.ts';
-import { readLimitedBody, tooLarge } from '../edge/request-body.ts';
+import { readLimitedBody, tooLarge } from './request-body.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
 import {
   bufferedResponse,

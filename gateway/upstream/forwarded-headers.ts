@@ -5,11 +5,42 @@
  */
 import { IDENTITY_HEADER } from '../../shared/identity-assertion.ts';
 import { REQUEST_ID_HEADER } from '../foundation/header-names.ts';
-import { peerAddress, trustsPeer } from '../edge/client-ip.ts';
-import type { TrustProxy } from '../foundation/trust-proxy.ts';
-import { hopByHopNames } from '../edge/http-hygiene.ts';
+import { peerAddress, trustsPeer, type TrustProxy } from '../foundation/trust-proxy.ts';
 import type { ClientRequest } from '../pipeline/client-request.ts';
 import type { UpstreamRequest } from '../pipeline/upstream-request.ts';
+
+/** RFC 9110 §7.6.1, plus the de facto ones that proxies must not forward either. */
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'http2-settings',
+]);
+
+/**
+ * The headers to drop when forwarding a message: the fixed hop-by-hop set, plus every field
+ * the sender named in `Connection` (RFC 9110 §7.6.1).
+ */
+export function hopByHopNames(connectionHeader: string | string[] | undefined): ReadonlySet<string> {
+  // `keep-alive` and `close` name nothing beyond the fixed set: no copy per message.
+  if (connectionHeader === undefined || connectionHeader === 'keep-alive' || connectionHeader === 'close')
+    return HOP_BY_HOP;
+  const names = new Set(HOP_BY_HOP);
+  const values = Array.isArray(connectionHeader) ? connectionHeader : [connectionHeader];
+  for (const value of values) {
+    for (const token of value.split(',')) {
+      const name = token.trim().toLowerCase();
+      if (name !== '') names.add(name);
+    }
+  }
+  return names;
+}
 
 /** Never forwarded from the client: identity and forwarding facts are ours to state. */
 const CLIENT_FORWARDING = new Set(['forwarded', 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host']);

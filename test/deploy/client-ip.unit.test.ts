@@ -5,8 +5,8 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { createClientIp, trustsPeer } from '../../gateway/edge/client-ip.ts';
-import { trustProxyProblems } from '../../gateway/foundation/trust-proxy.ts';
+import { createClientIp } from '../../gateway/edge/client-ip.ts';
+import { trustProxyProblems, trustsPeer } from '../../gateway/foundation/trust-proxy.ts';
 
 const req = (peer: string, forwardedFor?: string | string[]) =>
   ({

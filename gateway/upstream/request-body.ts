@@ -10,10 +10,8 @@
  */
 import { Readable } from 'node:stream';
 import { HttpProblem } from '../../shared/errors.ts';
-import type { ClientRequest } from '../pipeline/client-request.ts';
 import { ClientGoneError } from '../pipeline/context.ts';
 import type { RequestBody } from '../pipeline/upstream-request.ts';
-import { http2BodyFollows } from './http2.ts';
 
 export interface LimitedBody {
   /** What is sent upstream. */
@@ -22,16 +20,6 @@ export interface LimitedBody {
   failure(): HttpProblem | undefined;
   /** After the answer: reads and drops the rest of the body, within the same limit. */
   discardRest(): void;
-}
-
-/**
- * Whether the request carries a body: a non-zero Content-Length, a transfer coding, or an
- * HTTP/2 stream left open after its headers (h2 needs neither to send a body).
- */
-export function hasRequestBody(req: ClientRequest): boolean {
-  const length = req.headers['content-length'];
-  if (length !== undefined && length !== '0') return true;
-  return req.headers['transfer-encoding'] !== undefined || (length === undefined && http2BodyFollows(req));
 }
 
 /** The 413 problem for a body past `limit`; the unread rest means the connection must close. */
