@@ -173,7 +173,7 @@ function refusalEntry(refusal: Refusal): AuditEntry {
     requestId: refusal.requestId,
     clientAddress: refusal.clientAddress,
     ...(refusal.method === undefined ? {} : { method: refusal.method }),
-    ...(refusal.target === undefined ? {} : { route: refusal.target }),
+    ...(refusal.target === undefined ? {} : { path: refusal.target }),
     status: refusal.status,
     code: refusal.code,
     // The refusal came before any stage: authentication never ran.

@@ -31,7 +31,9 @@ export interface AuditEntry {
   clientAddress?: string | undefined;
   /** Absent only for a refusal whose request line never arrived (a head too slow to finish). */
   method?: string | undefined;
-  /** Route or path; anything after `?` is dropped, since queries can carry credentials. */
+  /** The request's path; anything after `?` is dropped, since queries can carry credentials. */
+  path?: string | undefined;
+  /** The matched route's prefix, as the request log and the metrics name it; absent before routing. */
   route?: string | undefined;
   status: number;
   /** The problem's `ERR_*` code, for answers given before the pipeline (the listener's refusals). */
@@ -87,8 +89,8 @@ export function sealRecord(
   position: ChainPosition,
   extra: { dropped?: number } = {},
 ): string {
-  const route = text(entry.route);
-  const query = route?.indexOf('?') ?? -1;
+  const path = text(entry.path);
+  const query = path?.indexOf('?') ?? -1;
   const record = {
     seq: position.seq,
     chain: position.chain,
@@ -100,7 +102,8 @@ export function sealRecord(
     keyId: text(entry.keyId),
     clientAddress: text(entry.clientAddress),
     method: text(entry.method),
-    route: query === -1 ? route : route?.slice(0, query),
+    path: query === -1 ? path : path?.slice(0, query),
+    route: text(entry.route),
     status: Number.isInteger(entry.status) ? entry.status : 0,
     code: text(entry.code),
     latencyMs:

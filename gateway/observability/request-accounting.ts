@@ -37,7 +37,7 @@ export function createRequestAccounting(deps: {
       const status = res.headersSent ? res.statusCode : 499;
       const latencyMs = Math.round(seconds * 1e4) / 10;
       deps.metrics.observeRequest(route, method, status, seconds);
-      deps.audit?.record(auditEntry(ctx, { time: startedAt, method, status, latencyMs }));
+      deps.audit?.record(auditEntry(ctx, { time: startedAt, method, status, latencyMs, route }));
       writeLine?.({
         requestId: ctx.upstream.requestId,
         traceId: ctx.facts.traceId,
@@ -54,7 +54,7 @@ export function createRequestAccounting(deps: {
 
 function auditEntry(
   ctx: GatewayContext,
-  outcome: { time: number; method: string; status: number; latencyMs: number },
+  outcome: { time: number; method: string; status: number; latencyMs: number; route: string },
 ): AuditEntry {
   const { principal, requestId, clientIp } = ctx.upstream;
   const { facts } = ctx;
@@ -68,7 +68,9 @@ function auditEntry(
     keyId: principal?.keyId,
     clientAddress: clientIp,
     method: outcome.method,
-    route: ctx.path,
+    path: ctx.path,
+    // The same words as the request line: `none` when no route matched.
+    route: outcome.route,
     status: outcome.status,
     latencyMs: outcome.latencyMs,
     authOutcome: facts.auth?.outcome ?? 'none',

@@ -178,7 +178,8 @@ describe('the API through the gateway', () => {
     const ok = records.find((r) => r['customerId'] === audited);
     expect(ok).toMatchObject({
       method: 'GET',
-      route: '/v1/orders',
+      path: '/v1/orders',
+      route: '/v1',
       status: 200,
       rateLimit: 'allowed:memory',
     });
@@ -186,7 +187,7 @@ describe('the API through the gateway', () => {
     const refused = records.find(
       (r) => auth(r) === 'refused' && (r['auth'] as { reason?: string }).reason === 'malformed token',
     );
-    expect(refused).toMatchObject({ status: 401, route: '/v1/orders' });
+    expect(refused).toMatchObject({ status: 401, path: '/v1/orders' });
     expect(await verifyAuditFile(portico.auditLog)).toMatchObject({ ok: true, records: records.length });
   });
 });

@@ -36,7 +36,7 @@ const entry = (n: number): AuditEntry => ({
   requestId: `req-${n}`,
   subject: 'client-a',
   method: 'GET',
-  route: '/v1/orders',
+  path: '/v1/orders',
   status: 200,
   latencyMs: 1,
   authOutcome: 'ok',

@@ -23,7 +23,7 @@ function entry(n: number, overrides: Partial<AuditEntry> = {}): AuditEntry {
     customerId: 'cust-a',
     clientAddress: '203.0.113.7',
     method: 'GET',
-    route: '/v1/orders',
+    path: '/v1/orders',
     status: 200,
     latencyMs: 1.2345,
     authOutcome: 'ok',
@@ -74,7 +74,7 @@ describe('writing', () => {
       customerId: 'cust-a',
       clientAddress: '203.0.113.7',
       method: 'GET',
-      route: '/v1/orders',
+      path: '/v1/orders',
       status: 200,
       latencyMs: 1.235,
       auth: { outcome: 'ok' },
@@ -97,7 +97,7 @@ describe('writing', () => {
     const log = createAuditLog({ path, logger: memoryLogger().logger });
     const smuggled = {
       ...entry(0, {
-        route: '/v1/orders?access_token=eyJsecret',
+        path: '/v1/orders?access_token=eyJsecret',
         authReason: 'bad\n{"forged":true}\u2028\u0085\u001b[31m\u007f',
       }),
       authorization: 'Bearer eyJsecret',
@@ -114,7 +114,7 @@ describe('writing', () => {
     expect(text).toContain('\\u0085');
     expect(text).toContain('\\u007f');
     const record = JSON.parse(text);
-    expect(record.route).toBe('/v1/orders');
+    expect(record.path).toBe('/v1/orders');
     expect(record.auth.reason).toBe('bad\n{"forged":true}\u2028\u0085\u001b[31m\u007f');
     expect(await verifyAuditFile(path)).toEqual({ ok: true, records: 1 });
   });

@@ -73,7 +73,7 @@ describe('refusals of the HTTP parser are audited', () => {
       clientAddress: '127.0.0.1',
       method: 'GET',
       // The query is never written: it can carry credentials.
-      route: '/v1/x',
+      path: '/v1/x',
     });
     expect(upstream.records).toEqual([]);
   });
@@ -89,7 +89,7 @@ describe('refusals of the HTTP parser are audited', () => {
       code: 'ERR_BAD_REQUEST',
       clientAddress: '127.0.0.1',
       method: 'POST',
-      route: '/v1/orders',
+      path: '/v1/orders',
     });
     await sleep(50);
     expect(upstream.records).toEqual([]);

@@ -227,7 +227,7 @@ describe('limits over HTTP/2', () => {
     expect(await auditRecord(requestId)).toMatchObject({
       requestId,
       method: 'GET',
-      route: '/v1/x',
+      path: '/v1/x',
       status: 431,
       code: 'ERR_HEADERS_TOO_LARGE',
     });

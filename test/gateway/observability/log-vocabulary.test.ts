@@ -5,13 +5,18 @@
  * milliseconds, pid or hostname.
  */
 import { execFile } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { connect as http2Connect } from 'node:http2';
 import { connect as netConnect } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { Writable } from 'node:stream';
+import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../../gateway/observability/logger.ts';
 import {
+  auditRecordOf,
   startRecordingUpstream,
   startTestGateway,
   type RecordingUpstream,
@@ -21,9 +26,10 @@ import {
 const ROOT = new URL('../../../', import.meta.url).pathname;
 let upstream: RecordingUpstream;
 let gw: TestGateway;
+const auditLogPath = join(mkdtempSync(join(tmpdir(), 'portico-log-vocabulary-')), 'audit.log');
 beforeAll(async () => {
   upstream = await startRecordingUpstream();
-  gw = await startTestGateway(upstream.url);
+  gw = await startTestGateway(upstream.url, {}, { auditLogPath });
 });
 afterAll(async () => {
   await gw?.close();
@@ -97,5 +103,17 @@ describe('the resource service log line', () => {
     expect(line).not.toHaveProperty('name');
     // The same keys, in the same order, as the gateway's line: level, time, service, msg.
     expect(Object.keys(line)).toEqual(Object.keys(gatewayLine));
+  });
+});
+
+describe('the request line and the audit record', () => {
+  it("name the same things alike: `path` the request's path, `route` the matched prefix", async () => {
+    const response = await request(`${gw.origin}/v1/orders/42?token=secret`, { dispatcher: gw.agent });
+    await response.body.dump();
+    const requestId = String(response.headers['x-request-id']);
+    const line = gw.logs.find((entry) => entry['msg'] === 'request' && entry['requestId'] === requestId);
+    const record = await auditRecordOf(auditLogPath, requestId);
+    expect(line).toMatchObject({ path: '/v1/orders/42', route: '/v1' });
+    expect(record).toMatchObject({ path: '/v1/orders/42', route: '/v1' });
   });
 });
