@@ -9,6 +9,7 @@
 import { METHODS } from 'node:http';
 import { HttpProblem } from '../../shared/errors.ts';
 import type { ClientRequest } from '../pipeline/client-request.ts';
+import { isValidHost } from '../foundation/request-target.ts';
 import { isHttp2Request } from './http2.ts';
 
 /** Fields whose duplicates let two parties disagree about the request. */
@@ -49,8 +50,8 @@ function singletonCounts(raw: readonly string[]): Record<SingletonField, number>
  */
 export function checkRequestFraming(
   req: ClientRequest,
-  /** The target without its query, as the request context already holds it. */
-  path: string,
+  /** The target as the context holds it (an absolute-form one's path), and its authority. */
+  request: FramedRequest,
   limits: { maxUriBytes: number },
 ): void {
   // The parser hands the target over as one byte per character (latin1): length is bytes.
@@ -77,6 +78,9 @@ export function checkRequestFraming(
   } else if (hosts !== 1) {
     // RFC 9112 §3.2: exactly one Host; Node accepts zero or several.
     throw invalidHeader('host', hosts === 0 ? 'Host header is required' : 'Host header must appear once');
+  } else if (!isValidHost(req.headers.host ?? '')) {
+    // RFC 9112 §3.2: a Host that is no `uri-host [":" port]` is a 400, even when replaced.
+    throw invalidHeader('host', 'Host must be a host name or address, with an optional port');
   }
   for (const name of SINGLETON_FIELDS) {
     if (counts[name] > 1) throw invalidHeader(name, `${name} must appear at most once`);
@@ -86,14 +90,39 @@ export function checkRequestFraming(
     // Any coding but plain chunked would have to be decoded here to find the body's end.
     throw invalidHeader('transfer-encoding', 'only "chunked" transfer coding is accepted');
   }
-  const url = req.url ?? '';
-  if (!url.startsWith('/')) {
-    // Absolute-form and authority-form are for forward proxies; `*` has nothing to route.
-    throw new HttpProblem('ERR_BAD_REQUEST', 'request target must be an absolute path');
-  }
-  if (hasDotSegmentOrBackslash(path)) {
+  checkTarget(req, request);
+  if (hasDotSegmentOrBackslash(request.path)) {
     // `/v1/../admin` must not match the `/v1` route and then be normalised by the upstream.
     throw new HttpProblem('ERR_BAD_REQUEST', 'path must not contain dot segments or backslashes');
+  }
+}
+
+/** What the hygiene stage checks of the request as the context holds it. */
+export interface FramedRequest {
+  /** Path and query: the origin form, or an absolute-form target's path and query. */
+  readonly target: string;
+  /** The target without its query. */
+  readonly path: string;
+  readonly upstream: { readonly authority: string };
+}
+
+/**
+ * The target in a form served here: origin form, absolute form (its path as `target` by now,
+ * its authority a valid host without credentials), or `*` for OPTIONS, which asks about the
+ * gateway itself (stages/own-answers.ts). Authority form is for a forward proxy's CONNECT.
+ */
+function checkTarget(req: ClientRequest, request: FramedRequest): void {
+  const { target } = request;
+  if (target === '*' && req.method === 'OPTIONS') return;
+  if (target.charCodeAt(0) !== 0x2f)
+    throw new HttpProblem('ERR_BAD_REQUEST', 'request target must be a path, a URL or, for OPTIONS, *');
+  // The absolute form: the path was taken from it (pipeline/context.ts).
+  if (target !== req.url) {
+    const { authority } = request.upstream;
+    if (authority.includes('@'))
+      throw new HttpProblem('ERR_CREDENTIAL_IN_URL', 'the request target must not carry credentials');
+    if (authority === '' || !isValidHost(authority))
+      throw new HttpProblem('ERR_BAD_REQUEST', "the request target's host is not a valid host");
   }
 }
 
@@ -107,8 +136,10 @@ function checkAuthority(req: ClientRequest, hosts: number): void {
   const authority = req.headers[':authority'];
   if (authority === undefined) {
     if (hosts === 0) throw invalidHeader('host', ':authority or Host is required');
+    if (!isValidHost(req.headers.host ?? '')) throw invalidHeader('host', 'Host must be a valid host');
     return;
   }
+  if (!isValidHost(String(authority))) throw invalidHeader('host', ':authority must be a valid host');
   // The request adapter (http2.ts) copies :authority to host only when the client sent none.
   if (hosts === 1 && req.headers.host?.toLowerCase() !== String(authority).toLowerCase()) {
     throw invalidHeader('host', 'Host must name the same authority as :authority');

@@ -30,6 +30,7 @@ import type { ClientRequest, ResponseProgress } from './client-request.ts';
 import { ClientSignal } from './client-signal.ts';
 import { writeInterim, type InterimWriter } from './interim-writer.ts';
 import { UpstreamRequest, type RequestBody } from './upstream-request.ts';
+import { splitRequestTarget } from '../foundation/request-target.ts';
 
 /** The response a stage produced, not yet written to the client. */
 export interface GatewayResponse {
@@ -114,7 +115,7 @@ export interface GatewayContext {
   readonly res: ResponseProgress;
   /** Path without the query, as received; the problem `instance`. */
   readonly path: string;
-  /** Path and query, as received. */
+  /** Path and query, as received (an absolute-form target's, its authority in `upstream`). */
   readonly target: string;
   /** The request's logger, bound to its id once the request-id stage has set it. */
   readonly log: Logger;
@@ -226,7 +227,8 @@ export function createContext(
   clientIp: string,
   body: RequestBody | null,
 ): GatewayContext {
-  const upstream = UpstreamRequest.of(req, req.url ?? '/', clientIp, body);
+  const { target, authority } = splitRequestTarget(req.url ?? '/');
+  const upstream = UpstreamRequest.of(req, target, authority, clientIp, body);
   const response = res as unknown as ClientResponse;
   return new RequestContext(req, response, log, signal, upstream, response);
 }

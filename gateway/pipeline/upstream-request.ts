@@ -2,7 +2,8 @@
  * The request the proxy sends upstream, as the stages leave it: the one object a stage edits
  * to change what goes upstream, and the only one the proxy (upstream/forward.ts) reads for it.
  *
- * - `route`: which upstreams take it (the route stage); `target`: the path and query sent.
+ * - `route`: which upstreams take it (the route stage); `target`: the path and query sent;
+ *   `authority`: the host the client named (an absolute-form target's, else Host's).
  * - `headers`: the client's fields as stages edited them (upstream-headers.ts).
  * - `principal`: who the gateway says is calling (the authenticate stage), asserted upstream
  *   in a signed header; `requestId` (the request-id stage) and `clientIp` go up as fields too.
@@ -24,8 +25,14 @@ export type RequestBody = Readable & { readonly complete: boolean };
 export class UpstreamRequest {
   /** The client's method: the gateway forwards it as it came. */
   readonly method: string;
-  /** Path and query, as received: forwarded unchanged. */
+  /** Path and query, as received (an absolute-form target's): forwarded unchanged. */
   readonly target: string;
+  /**
+   * The host the client named, as the forwarding fields state it: an absolute-form target's
+   * authority, which then takes the place of Host (RFC 9112 §3.2.2), else Host (`:authority`
+   * over HTTP/2); empty when there was none.
+   */
+  readonly authority: string;
   /** The route whose upstreams take the request; set by the route stage. */
   route: RouteDefinition | undefined;
   readonly headers: UpstreamHeaders;
@@ -40,12 +47,14 @@ export class UpstreamRequest {
   constructor(
     method: string,
     target: string,
+    authority: string,
     headers: UpstreamHeaders,
     clientIp: string,
     body: RequestBody | null,
   ) {
     this.method = method;
     this.target = target;
+    this.authority = authority;
     this.route = undefined;
     this.headers = headers;
     this.principal = undefined;
@@ -54,10 +63,20 @@ export class UpstreamRequest {
     this.body = body;
   }
 
-  /** The request as the client sent it, before any stage. */
-  static of(req: ClientRequest, target: string, clientIp: string, body: RequestBody | null): UpstreamRequest {
+  /**
+   * The request as the client sent it, before any stage; `authority` is an absolute-form
+   * target's (foundation/request-target.ts), undefined for Host's.
+   */
+  static of(
+    req: ClientRequest,
+    target: string,
+    authority: string | undefined,
+    clientIp: string,
+    body: RequestBody | null,
+  ): UpstreamRequest {
     const headers = new UpstreamHeaders(req.rawHeaders, req.headers);
-    return new UpstreamRequest(req.method ?? 'GET', target, headers, clientIp, body);
+    const named = authority ?? req.headers.host ?? '';
+    return new UpstreamRequest(req.method ?? 'GET', target, named, headers, clientIp, body);
   }
 
   /**
@@ -66,7 +85,14 @@ export class UpstreamRequest {
    * stay its own), and there is no body, which went to the first call already.
    */
   fork(): UpstreamRequest {
-    const fork = new UpstreamRequest(this.method, this.target, this.headers.copy(), this.clientIp, null);
+    const fork = new UpstreamRequest(
+      this.method,
+      this.target,
+      this.authority,
+      this.headers.copy(),
+      this.clientIp,
+      null,
+    );
     fork.route = this.route;
     fork.principal = this.principal;
     fork.requestId = this.requestId;

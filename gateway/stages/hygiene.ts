@@ -7,7 +7,7 @@ import { checkRequestFraming } from '../edge/http-hygiene.ts';
 
 export function createHygieneStage(limits: { maxUriBytes: number }): Stage {
   return function hygiene(ctx, next) {
-    checkRequestFraming(ctx.req, ctx.path, limits);
+    checkRequestFraming(ctx.req, ctx, limits);
     return next();
   };
 }

@@ -116,7 +116,7 @@ export function forwardedHeaders(
 
   // Without a trusted balancer the client address is the peer's, already worked out.
   const address = trusted ? peerAddress(req) : upstream.clientIp;
-  const host = req.headers.host ?? '';
+  const host = upstream.authority;
   // RFC 7239: IPv6 addresses are bracketed and the node quoted.
   const node = address.includes(':') ? `"[${address}]"` : address;
   const forwarded = `for=${node};proto=https;host="${host.replaceAll('"', '')}"`;

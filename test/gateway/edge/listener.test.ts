@@ -91,7 +91,18 @@ describe('malformed and smuggled requests are refused with 400 and never forward
       'GET /v1/x HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer a\r\nAuthorization: Bearer b\r\n\r\n',
       'ERR_INVALID_HEADER',
     ],
-    ['absolute-form target', 'GET http://evil.example/v1/x HTTP/1.1\r\nHost: a\r\n\r\n', 'ERR_BAD_REQUEST'],
+    // The absolute form itself is served (RFC 9112 §3.2.2, request-target.test.ts); not with
+    // credentials, nor with another scheme.
+    [
+      'absolute-form target with credentials',
+      'GET http://user:pw@evil.example/v1/x HTTP/1.1\r\nHost: a\r\n\r\n',
+      'ERR_CREDENTIAL_IN_URL',
+    ],
+    [
+      'absolute-form target of another scheme',
+      'GET ftp://evil.example/v1/x HTTP/1.1\r\nHost: a\r\n\r\n',
+      'ERR_BAD_REQUEST',
+    ],
     ['dot segment', 'GET /v1/../admin HTTP/1.1\r\nHost: a\r\n\r\n', 'ERR_BAD_REQUEST'],
     ['encoded dot segment', 'GET /v1/%2e%2e/admin HTTP/1.1\r\nHost: a\r\n\r\n', 'ERR_BAD_REQUEST'],
     ['NUL in a header value', 'GET /v1/x HTTP/1.1\r\nHost: a\r\nX-A: b\u0000c\r\n\r\n', 'ERR_BAD_REQUEST'],
