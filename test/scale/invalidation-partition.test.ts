@@ -11,8 +11,8 @@ import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
 import { createInvalidationBus } from '../../gateway/cache/bus/invalidation-bus.ts';
 import { createRedisClient, createSubscriber, waitForRedis } from '../../shared/redis.ts';
-import { startCacheGateway, type CacheGateway } from '../cache/support/cache-gateway.ts';
-import { startOrigin, type TestOrigin } from '../cache/support/origin.ts';
+import { startCacheGateway, type CacheGateway } from '../gateway/cache/support/cache-gateway.ts';
+import { startOrigin, type TestOrigin } from '../gateway/cache/support/origin.ts';
 import { startRedisFreezeProxy, type FreezeProxy } from '../support/redis-freeze-proxy.ts';
 
 /** The bound the docs state (docs/caching.md, "Across replicas"). */
