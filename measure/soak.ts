@@ -59,14 +59,19 @@ interface Run {
   stopping: boolean;
 }
 
-function parseMinutes(argv: string[]): number | undefined {
-  if (argv.length === 0) return 10;
-  const [flag, value] = argv[0]?.includes('=') === true ? argv[0].split('=', 2) : [argv[0], argv[1]];
-  const expectedLength = argv[0]?.includes('=') === true ? 1 : 2;
-  if (flag !== '--minutes' || argv.length !== expectedLength || !/^[1-9][0-9]*$/.test(value ?? ''))
-    return undefined;
+/** The run's length in minutes, or why the arguments are wrong. */
+function parseMinutes(argv: string[]): { minutes: number } | { error: string } {
+  if (argv.length === 0) return { minutes: 10 };
+  const [first = '', ...rest] = argv;
+  const [flag, inline] = first.includes('=') ? first.split('=', 2) : [first, undefined];
+  if (flag !== '--minutes') return { error: `unknown argument ${first}` };
+  const value = inline ?? rest.shift();
+  if (value === undefined) return { error: '--minutes needs a value' };
+  if (rest.length > 0) return { error: `unexpected argument ${rest[0]}` };
   const minutes = Number(value);
-  return minutes <= 1440 ? minutes : undefined;
+  if (!/^[1-9][0-9]*$/.test(value) || minutes > 1440)
+    return { error: `--minutes takes whole minutes from 1 to 1440, got ${JSON.stringify(value)}` };
+  return { minutes };
 }
 
 /** Removes everything the run created; every step runs even if an earlier one fails. */
@@ -238,11 +243,12 @@ a row a minute (RSS, heap, file descriptors, errors), totals and a verdict. Exit
 
 Environment: DATABASE_URL (admin connection, default postgres://postgres@127.0.0.1:5432/postgres),
 REDIS_URL (default redis://127.0.0.1:6379), LOG_LEVEL of the two processes (info).`);
-  const minutes = parseMinutes(process.argv.slice(2));
-  if (minutes === undefined) {
-    console.error(USAGE);
+  const parsed = parseMinutes(process.argv.slice(2));
+  if ('error' in parsed) {
+    console.error(`soak: ${parsed.error}\n${USAGE}`);
     return 2;
   }
+  const { minutes } = parsed;
   const run: Run = { agents: [], stopping: false };
   // Ctrl-C or a kill: what was counted so far, the same cleanup as a normal end, then 130.
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {

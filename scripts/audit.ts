@@ -17,7 +17,7 @@ chain per writer (each gateway worker writes its own):
   exit 3  "GAPS ...": every chain intact, but the writers declared records lost (a failed
           write such as a full disk, or a full queue); each gap is listed with its size
   exit 1  "BROKEN at record <line>": a record was changed, removed, inserted, reordered or cut
-Bad arguments exit 2.`);
+Bad arguments, or a FILE that cannot be read, exit 2.`);
 const [command, file, ...rest] = process.argv.slice(2);
 
 if (command !== 'verify' || file === undefined || rest.length > 0) {
@@ -60,8 +60,9 @@ try {
     process.stdout.write(`OK ${report.records} records${chainsText(report)}\n`);
   }
 } catch (error) {
+  // An input error, like a bad argument: not a verdict on the log, which exit 1 is.
   process.stderr.write(
     `audit: cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}\n`,
   );
-  process.exitCode = 1;
+  process.exitCode = 2;
 }

@@ -3,6 +3,8 @@
  * (`npm run docs:config`). A test fails when the committed table and the schemas disagree.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { format, resolveConfig } from 'prettier';
 import { configReference } from '../gateway/config/load.ts';
 import { answerHelp, usageError } from './cli-args.ts';
 
@@ -21,4 +23,8 @@ const text = readFileSync(file, 'utf8');
 const start = text.indexOf(START);
 const end = text.indexOf(END);
 if (start === -1 || end === -1) throw new Error(`docs/gateway-config.md lacks the ${START} / ${END} markers`);
-writeFileSync(file, `${text.slice(0, start + START.length)}\n${configReference()}\n${text.slice(end)}`);
+const written = `${text.slice(0, start + START.length)}\n${configReference()}\n${text.slice(end)}`;
+// Formatted here, not by a second command in package.json: npm appends a script's arguments to
+// its last command, so `npm run docs:config -- --help` reached prettier, after this had written.
+const options = await resolveConfig(fileURLToPath(file));
+writeFileSync(file, await format(written, { ...options, filepath: fileURLToPath(file) }));
