@@ -43,13 +43,17 @@ export class UpstreamHeaders {
     return Array.isArray(value) ? value.join(', ') : value;
   }
 
-  /** Each header to send, names in lower case: the client's in their order, then those set. */
-  forEach(visit: (name: string, value: string) => void): void {
+  /**
+   * Each header to send, names in lower case: the client's in their order, then those set.
+   * `hopByHop` (the names the client's `Connection` lists) drops the client's own fields of
+   * those names, never one a stage set: a client cannot strip what the gateway states.
+   */
+  forEach(visit: (name: string, value: string) => void, hopByHop?: ReadonlySet<string>): void {
     const raw = this.#raw;
     const edits = this.#edits;
     for (let i = 0; i + 1 < raw.length; i += 2) {
       const name = (raw[i] as string).toLowerCase();
-      if (edits?.has(name) !== true) visit(name, raw[i + 1] as string);
+      if (edits?.has(name) !== true && hopByHop?.has(name) !== true) visit(name, raw[i + 1] as string);
     }
     if (edits === undefined) return;
     for (const [name, value] of edits) if (value !== undefined) visit(name, value);

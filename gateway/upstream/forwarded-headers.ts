@@ -94,7 +94,8 @@ export function forwardedHeaders(
   const via: string[] = [];
   upstream.headers.forEach((name, value) => {
     // HTTP/2 pseudo-headers are no HTTP/1.1 fields (`:authority` goes on as the forwarded host).
-    if (name.charCodeAt(0) === COLON || drop.has(name) || NOT_FORWARDED.has(name)) return;
+    // `Connection` itself and the standard hop-by-hop names are in `drop` whoever set them.
+    if (name.charCodeAt(0) === COLON || NOT_FORWARDED.has(name) || HOP_BY_HOP.has(name)) return;
     if (CLIENT_FORWARDING.has(name)) {
       incoming?.set(name, [...(incoming.get(name) ?? []), value]);
       return;
@@ -109,7 +110,7 @@ export function forwardedHeaders(
       return;
     }
     out.push(name, value);
-  });
+  }, drop);
   if (cookies !== undefined) out.push('cookie', cookies.join('; '));
   via.push(viaEntry(req, viaName));
   out.push('via', via.join(', '));
@@ -119,7 +120,9 @@ export function forwardedHeaders(
   const host = upstream.authority;
   // RFC 7239: IPv6 addresses are bracketed and the node quoted.
   const node = address.includes(':') ? `"[${address}]"` : address;
-  const forwarded = `for=${node};proto=https;host="${host.replaceAll('"', '')}"`;
+  // A quoted-string (RFC 9110 §5.6.4): `\` and `"` as quoted pairs, or a Host ending in a
+  // backslash would leave it unterminated.
+  const forwarded = `for=${node};proto=https;host="${host.replace(/[\\"]/g, '\\$&')}"`;
   const append = (name: string, value: string) => {
     const before = incoming?.get(name);
     return before === undefined ? value : [...before, value].join(', ');
