@@ -64,11 +64,12 @@ export function createStages(
   deps: StageDeps,
   overrides: StageOverrides = {},
 ): NamedStage[] {
-  const authenticate = authenticateStage(config, deps, overrides.authenticate);
-  const deprecation = createDeprecationStage(config.routes, deps.countDeprecatedCall ?? (() => {}));
   // The rate-limit stage's service: it counts CORS preflights too, which are answered before
-  // that stage (and before authentication) is reached.
+  // that stage (and before authentication) is reached, and the anonymous refusals of the
+  // route and authenticate stages (rateLimits.anonymous).
   const rateLimitGate = new RateLimitGate(deps.limiter);
+  const authenticate = authenticateStage(config, deps, overrides.authenticate, rateLimitGate);
+  const deprecation = createDeprecationStage(config.routes, deps.countDeprecatedCall ?? (() => {}));
   const cors = createCorsStage(config.routes, rateLimitGate);
   const compress = createCompressStage(config.compression);
   // Set once the list is final, overrides applied (below).
@@ -80,7 +81,7 @@ export function createStages(
     { name: 'trace-context', stage: createTraceContextStage(config.tracing, deps.spanExporter) },
     // Before anything reads the path or headers: smuggled or ambiguous requests stop here.
     { name: 'hygiene', stage: createHygieneStage(config.listener.limits) },
-    { name: 'route', stage: createRouteStage(config.routes, deps.limiter) },
+    { name: 'route', stage: createRouteStage(config.routes, rateLimitGate) },
     // Right after the route is known: every answer of a deprecated route says so, refusals included.
     ...(deprecation === undefined ? [] : [{ name: 'deprecation' as const, stage: deprecation }]),
     // Before authentication: browsers send preflights without credentials, and a script must
@@ -132,6 +133,7 @@ function authenticateStage(
   config: GatewayConfig,
   deps: StageDeps,
   standIn: Stage | null | undefined,
+  gate: RateLimitGate,
 ): Stage | undefined {
   if (standIn === null) return undefined;
   if (standIn !== undefined) return standIn;
@@ -139,5 +141,5 @@ function authenticateStage(
   if (deps.authenticator === undefined) {
     throw new Error('a route requires authentication but the gateway has no authenticator');
   }
-  return createAuthenticateStage({ authenticator: deps.authenticator, limiter: deps.limiter });
+  return createAuthenticateStage({ authenticator: deps.authenticator, limiter: deps.limiter, gate });
 }

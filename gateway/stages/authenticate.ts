@@ -15,12 +15,14 @@
 import type { Authenticator } from '../identity/authenticate.ts';
 import { rateLimitProblem } from '../rate-limit/headers.ts';
 import type { AuthAttempt, RateLimiter } from '../rate-limit/limiter.ts';
-import { refuseAnonymous } from './anonymous-limit.ts';
+import type { RateLimitGate } from './rate-limit.ts';
 import type { GatewayContext, Next, Stage } from '../pipeline/context.ts';
 
 export interface AuthenticateStageDeps {
   authenticator: Authenticator;
   limiter: RateLimiter;
+  /** The rate-limit stage's gate: a request without a credential counts as anonymous. */
+  gate?: RateLimitGate;
 }
 
 /** The audit facts of the two outcomes that need no judging; never changed once set. */
@@ -62,7 +64,8 @@ async function judge(ctx: GatewayContext, next: Next, deps: AuthenticateStageDep
     const unavailable = outcome.problem.status === 503;
     ctx.facts.auth = { outcome: unavailable ? 'unavailable' : 'refused', reason: outcome.reason };
     // No credential at all: one of the requests the anonymous limit counts (rateLimits.anonymous).
-    if (outcome.problem.code === 'ERR_UNAUTHENTICATED') await refuseAnonymous(ctx, deps.limiter);
+    if (outcome.problem.code === 'ERR_UNAUTHENTICATED')
+      throw (await deps.gate?.anonymous(ctx)) ?? outcome.problem;
     throw outcome.problem;
   }
   ctx.upstream.principal = outcome.principal;

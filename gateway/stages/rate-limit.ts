@@ -50,6 +50,20 @@ export class RateLimitGate {
     return undefined;
   }
 
+  /**
+   * The anonymous limit (`rateLimits.anonymous`), for a request refused before anyone was
+   * identified (the route stage's 404, the authenticate stage's 401 without a credential):
+   * the 429 to answer instead once its address is past the limit, else undefined. Only these
+   * answers are counted and replaced, so a valid credential from the same address (a NAT, an
+   * office) is never refused by it.
+   */
+  async anonymous(ctx: GatewayContext): Promise<HttpProblem | undefined> {
+    const limited = await this.#limiter.countAnonymous(ctx.upstream.clientIp);
+    if (limited === undefined) return undefined;
+    ctx.facts.rateLimit = AUDIT_FACTS.limited[limited.store];
+    return rateLimitProblem(limited);
+  }
+
   /** `RateLimit-Policy` and `RateLimit` on an answer, when a policy applied to the request. */
   describe(headers: Record<string, string | string[]>, decision: RateLimitDecision): void {
     if (decision.kind === 'unavailable' || decision.outcomes.length === 0) return;

@@ -11,11 +11,11 @@
 import { canonicalPath, isCanonicalPath } from '../../shared/canonical-path.ts';
 import { HttpProblem } from '../../shared/errors.ts';
 import type { GatewayContext, Stage } from '../pipeline/context.ts';
-import type { RateLimiter } from '../rate-limit/limiter.ts';
-import { refuseAnonymous } from './anonymous-limit.ts';
+import type { RateLimitGate } from './rate-limit.ts';
 import type { RouteDefinition } from '../config/schema/routes.ts';
 
-export function createRouteStage(routes: readonly RouteDefinition[], limiter?: RateLimiter): Stage {
+/** `gate` (the rate-limit stage's, from the builder) counts 404s against the anonymous limit. */
+export function createRouteStage(routes: readonly RouteDefinition[], gate?: RateLimitGate): Stage {
   // Longest first, each with the text a path below it starts with (`/` for the catch-all,
   // whose every path starts so), made once rather than per request.
   const byLength = [...routes]
@@ -23,8 +23,7 @@ export function createRouteStage(routes: readonly RouteDefinition[], limiter?: R
     .map((route) => ({ route, below: route.prefix === '/' ? '/' : `${route.prefix}/` }));
   // A 404 is counted against the address's anonymous limit first (rateLimits.anonymous).
   const unrouted = async (ctx: GatewayContext, problem: HttpProblem): Promise<never> => {
-    if (limiter !== undefined) await refuseAnonymous(ctx, limiter);
-    throw problem;
+    throw (await gate?.anonymous(ctx)) ?? problem;
   };
   return function route(ctx, next) {
     if (!isCanonicalPath(ctx.path)) return unrouted(ctx, notCanonical(ctx.path));
