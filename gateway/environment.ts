@@ -13,7 +13,14 @@ import { ADMIN_TOKEN_ENV, MIN_TOKEN_LENGTH } from './admin/purge-guard.ts';
 import { API_KEY_SIGNING_KEYS_ENV } from './identity/api-key-signing-keys.ts';
 import { workerCount } from './workers.ts';
 
-export const DEFAULT_ADMIN_PORT = 9090;
+/**
+ * Not 9090: that is Prometheus's own port (9091-9094 its Pushgateway and Alertmanager), where
+ * the scraper beside the gateway would clash, and the 9100-9999 range Prometheus hands out to
+ * exporters is taken to the last port. 8442 sits just below the HTTPS port, clear of the other
+ * gateways' defaults (Kong 8000/8001/8443/8444, Traefik and Tyk 8080, Envoy 9901), and leaves
+ * 8444 and up for more gateways on one host (deploy/compose.yaml publishes a second on 8444).
+ */
+export const DEFAULT_ADMIN_PORT = 8442;
 export const DEFAULT_GATEWAY_PORT = 8443;
 
 export interface GatewayEnvironment {

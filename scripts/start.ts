@@ -43,7 +43,7 @@ mutual TLS between them. Prints the URLs, the trusted issuer, a demo token (when
 issuer is trusted) and a curl line. Ctrl-C (SIGINT) or SIGTERM drains and stops it.
 
 Environment: PORTICO_DATA_DIR (default .portico: keys, certificates, embedded database, audit
-log), PORTICO_CONFIG (gateway config file), GATEWAY_PORT (8443), ADMIN_PORT (9090), ADMIN_HOST
+log), PORTICO_CONFIG (gateway config file), GATEWAY_PORT (8443), ADMIN_PORT (8442), ADMIN_HOST
 (127.0.0.1), SERVICE_PORT (8081), DATABASE_URL, REDIS_URL, LOG_LEVEL (info); docs/configuration.md.`);
 if (process.argv.length > 2) usageError('start', USAGE, `unexpected argument ${process.argv[2]}`);
 

@@ -37,7 +37,7 @@ async function healthy(name: string): Promise<boolean> {
   // The command asks the admin listener's default port, which the gateway keeps (no ADMIN_PORT).
   expect(services[name]!['environment']['ADMIN_PORT']).toBeUndefined();
   const run = world.run(
-    { command: argv.map((a) => a.replace(':9090/', `:${gatewayPorts.get(name)!.admin}/`)) },
+    { command: argv.map((a) => a.replace(':8442/', `:${gatewayPorts.get(name)!.admin}/`)) },
     {},
   );
   return (await run.exited) === 0;

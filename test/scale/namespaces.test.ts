@@ -127,7 +127,7 @@ async function startPostgres(host: Host): Promise<string> {
 const serviceUrl = (host: Host) => `https://${host.address}:8081`;
 const gatewayAt = (host: Host) => `${host.address}:8443`;
 const readyz = (host: Host) =>
-  fetch(`http://${host.address}:9090/readyz`, { signal: AbortSignal.timeout(1500) }).then(
+  fetch(`http://${host.address}:8442/readyz`, { signal: AbortSignal.timeout(1500) }).then(
     (r) => r.status === 200,
     () => false,
   );
@@ -214,7 +214,7 @@ beforeAll(async () => {
     start(hosts[label], [process.execPath, join(ROOT, 'gateway/main.ts')], {
       PORTICO_CONFIG: label === 'gw3' ? configFiles.allow : configFiles.deny,
       GATEWAY_PORT: '8443',
-      ADMIN_PORT: '9090',
+      ADMIN_PORT: '8442',
       ADMIN_HOST: '0.0.0.0',
       REDIS_URL: `rediss://${hosts.redis.address}:6379`,
       REDIS_TLS_CA_FILE: pki.caFile,
