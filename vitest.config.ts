@@ -3,7 +3,8 @@ import { defineConfig } from 'vitest/config';
 /**
  * Two tiers, each test file in exactly one:
  * - unit (`*.unit.test.ts`): runs inside the test process on pure code: no PostgreSQL, no
- *   Redis, no listening socket, no child process, so no global setup. `npm run test:unit`.
+ *   Redis, no listening socket, no child process (unit-guard.ts fails a test that tries), so
+ *   no global setup. `npm run test:unit`.
  * - integration (every other `*.test.ts`): real servers, found or started by the global setup.
  * `npm test` runs both.
  */
@@ -19,7 +20,7 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: 'unit', include: [UNIT] },
+        test: { name: 'unit', include: [UNIT], setupFiles: ['test/support/unit-guard.ts'] },
       },
       {
         extends: true,
