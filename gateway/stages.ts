@@ -2,7 +2,7 @@
  * The one place that sets the order of the gateway's stages. Requests pass them top to
  * bottom; responses, refusals included, come back bottom to top; the proxy is terminal.
  *
- *   request-id → trace-context → hygiene → route → deprecation → cors → authenticate
+ *   request-id → trace-context → hygiene → own-answers → route → deprecation → cors → authenticate
  *   → rate-limit → negotiate-encoding → cache → compress → proxy
  */
 import type { HttpCache } from './cache/engine/http-cache.ts';
@@ -19,6 +19,7 @@ import { createCompressStage } from './stages/compress.ts';
 import { createCorsStage } from './stages/cors.ts';
 import { createDeprecationStage } from './stages/deprecation.ts';
 import { createHygieneStage } from './stages/hygiene.ts';
+import { createOwnAnswersStage } from './stages/own-answers.ts';
 import { createNegotiateEncodingStage } from './stages/negotiate-encoding.ts';
 import { createProxyStage } from './stages/proxy.ts';
 import { createRateLimitStage, RateLimitGate } from './stages/rate-limit.ts';
@@ -43,6 +44,7 @@ export type StageName =
   | 'request-id'
   | 'trace-context'
   | 'hygiene'
+  | 'own-answers'
   | 'route'
   | 'deprecation'
   | 'cors'
@@ -81,6 +83,9 @@ export function createStages(
     { name: 'trace-context', stage: createTraceContextStage(config.tracing, deps.spanExporter) },
     // Before anything reads the path or headers: smuggled or ambiguous requests stop here.
     { name: 'hygiene', stage: createHygieneStage(config.listener.limits) },
+    // Before routing: `OPTIONS *` has no route, and OPTIONS with Max-Forwards: 0 or TRACE must
+    // not go to one.
+    { name: 'own-answers', stage: createOwnAnswersStage() },
     { name: 'route', stage: createRouteStage(config.routes, rateLimitGate) },
     // Right after the route is known: every answer of a deprecated route says so, refusals included.
     ...(deprecation === undefined ? [] : [{ name: 'deprecation' as const, stage: deprecation }]),

@@ -162,6 +162,14 @@ function hasDotSegmentOrBackslash(path: string): boolean {
 /** The methods HTTP/1.1's parser (llhttp) takes, exactly as spelled there. */
 const KNOWN_METHODS: ReadonlySet<string> = new Set(METHODS);
 
+// A method token, a target, and an HTTP version: a request line whose method the parser refused.
+const REQUEST_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}) [\x21-\x7e]+ HTTP\/1\.[01]\r?\n/;
+
+function unknownMethodOf(rawPacket: unknown): string | undefined {
+  if (!Buffer.isBuffer(rawPacket)) return undefined;
+  return REQUEST_LINE.exec(rawPacket.subarray(0, 8192).toString('latin1'))?.[1];
+}
+
 function methodNotImplemented(method: string): HttpProblem {
   return new HttpProblem('ERR_METHOD_NOT_IMPLEMENTED', `method ${JSON.stringify(method)} is not implemented`);
 }
@@ -192,8 +200,17 @@ export const requestTimeout = () =>
  * The answer to a `clientError`: a request the parser refused, or a client too slow to send
  * one. `undefined` means the connection is beyond answering (reset, or TLS never finished).
  */
-export function clientErrorProblem(error: NodeJS.ErrnoException): HttpProblem | undefined {
+export function clientErrorProblem(
+  error: NodeJS.ErrnoException & { rawPacket?: unknown },
+): HttpProblem | undefined {
   switch (error.code) {
+    case 'HPE_INVALID_METHOD': {
+      // RFC 9110 §9.1: a method we do not know is a 501, when it is one: a token in a whole
+      // request line. Bytes that are no request line at all stay a 400.
+      const method = unknownMethodOf(error.rawPacket);
+      if (method !== undefined) return methodNotImplemented(method);
+      return new HttpProblem('ERR_BAD_REQUEST', `malformed HTTP request (${error.code})`);
+    }
     case 'HPE_HEADER_OVERFLOW':
       return headersTooLarge();
     case 'ERR_HTTP_REQUEST_TIMEOUT':

@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { Http2ServerResponse } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import { HttpProblem, PROBLEM_CONTENT_TYPE, errorTable, type ErrorCode } from '../../shared/errors.ts';
+import { SERVED_METHODS } from '../foundation/served-methods.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
 import { unmappedAddress } from '../foundation/trust-proxy.ts';
 import { stopReceiving } from './http2.ts';
@@ -85,7 +86,7 @@ export interface StreamAnswer {
  */
 export function connectProblem(): HttpProblem {
   return new HttpProblem('ERR_METHOD_NOT_ALLOWED', 'CONNECT is not served: this gateway is not a proxy', {
-    headers: { Allow: 'GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE' },
+    headers: { Allow: SERVED_METHODS },
   });
 }
 

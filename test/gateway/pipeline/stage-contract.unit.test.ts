@@ -35,6 +35,7 @@ const ADAPTS: Record<string, readonly string[]> = {
   'deprecation.ts': ['observability'],
   'hygiene.ts': [],
   'negotiate-encoding.ts': ['compression'],
+  'own-answers.ts': [],
   'proxy.ts': ['upstream'],
   'rate-limit.ts': ['rate-limit'],
   'request-id.ts': [],
