@@ -1,8 +1,16 @@
 /**
  * The failures of authentication as RFC 6750 wants them: 401 with a `Bearer` challenge that
  * carries no error code when nothing was sent and `invalid_token` when a credential was, and
- * 403 `insufficient_scope` naming the scope. Descriptions are ours, fixed and generic: they
- * say which check failed, never echo the credential.
+ * 403 `insufficient_scope` naming the scope. Descriptions are ours, fixed and generic, and
+ * never echo the credential.
+ *
+ * A description says which check failed only when the client can see it in its own request
+ * (the token's shape, its times, its claims by name; the customer claim an authentic token
+ * lacks, which an operator wiring an identity provider needs to see): what the client needs
+ * to fix it, and nothing a prober did not know. Whether a key id exists, a signature matched, the issuer or
+ * audience was right, a key was revoked, is one answer for all ("invalid credential"): told
+ * apart, they let a prober enumerate key ids and revocations. The precise reason goes to the
+ * log and the audit record.
  */
 import { HttpProblem } from '../../shared/errors.ts';
 import { hasScope, type Principal, type Scope } from '../../shared/principal.ts';
@@ -18,7 +26,38 @@ export function unauthenticated(): HttpProblem {
   });
 }
 
-export function invalidToken(description: string): HttpProblem {
+/** Reasons about what the client can see in its own request: told as they are. */
+const PUBLIC_REASONS = new Set([
+  'token expired',
+  'token not yet valid',
+  'token issued in the future',
+  'token lifetime exceeds the maximum',
+  'token too large',
+  'token type must be at+jwt',
+  'malformed token',
+  'malformed sub claim',
+  'malformed scope claim',
+  'malformed Authorization header',
+  'unsupported authorization scheme',
+  'algorithm not allowed',
+  'unsupported critical header',
+  'non-canonical base64url encoding',
+  'API key too large',
+  'malformed API key',
+  'token header names its own key; keys come only from the configured issuer',
+]);
+/** What the client is told of every other refusal. */
+const UNDISCLOSED = 'invalid credential';
+
+/** The description a client is told for a refusal's reason (the reason itself is logged). */
+export function publicReason(reason: string): string {
+  return PUBLIC_REASONS.has(reason) || /^token lacks (the|a valid) \S+ claim$/.test(reason)
+    ? reason
+    : UNDISCLOSED;
+}
+
+export function invalidToken(reason: string): HttpProblem {
+  const description = publicReason(reason);
   return new HttpProblem('ERR_INVALID_TOKEN', `The credential was refused: ${description}.`, {
     headers: {
       'www-authenticate': `Bearer realm="${REALM}", error="invalid_token", error_description="${quotable(description)}"`,

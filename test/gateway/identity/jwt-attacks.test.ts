@@ -225,6 +225,28 @@ describe('the attacker’s checklist', () => {
     expectInvalidToken(await bearer(await sign(claims(), {}, impostor.privateKey)), /signature/);
   });
 
+  it('tells the client the same thing whichever key, signature, issuer or audience check failed', async () => {
+    const stranger = await keyPair('ES256', 'ghost-3');
+    const impostor = await keyPair('ES256', 'ec-1');
+    const refusals = [
+      await bearer(await sign(claims(), { kid: 'ghost-3' }, stranger.privateKey)),
+      await bearer(await sign(claims(), {}, impostor.privateKey)),
+      await bearer(await sign(claims({ iss: 'https://elsewhere.example' }))),
+      await bearer(await sign(claims({ aud: 'someone-else' }))),
+    ];
+    // The reasons differ, for the log and the audit record; the answers do not.
+    expect(new Set(refusals.map((outcome) => expectInvalidToken(outcome))).size).toBe(4);
+    const answers = refusals.map((outcome) =>
+      outcome.ok ? undefined : [outcome.problem.detail, outcome.problem.headers['www-authenticate']],
+    );
+    for (const answer of answers) expect(answer).toEqual(answers[0]);
+    expect(JSON.stringify(answers[0])).not.toMatch(/key|signature|issuer|audience/);
+    // An expired token still says so: the client can read exp itself, and must refresh.
+    const now = Math.floor(clock.now() / 1000);
+    const expired = await bearer(await sign(claims({ iat: now - 600, exp: now - 300 })));
+    expect(expired.ok ? '' : expired.problem.headers['www-authenticate']).toMatch(/expired/);
+  });
+
   it('a tampered payload is refused', async () => {
     const [header, , signature] = (await sign()).split('.');
     const forged = `${header}.${b64(claims({ customer_id: 'cust-2', scope: 'admin' }))}.${signature}`;
