@@ -5,6 +5,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import { CACHE_INVALIDATES, formatInvalidates } from '../../shared/cache-headers.ts';
+import { validationProblem } from '../../shared/errors.ts';
 import { CUSTOMER_ID_PATTERN, isAdmin } from '../../shared/principal.ts';
 import type { Db } from '../data/db.ts';
 import { runIdempotent } from '../data/idempotency.ts';
@@ -52,8 +53,29 @@ const JSON_TYPES = ['application/json'] as const;
 const PATCH_TYPES = ['application/merge-patch+json', 'application/json'] as const;
 
 /** POST and PUT take the same body: the fields a client may set, status excluded. */
-const validateOrderInput = createValidator(OrderInput, [...ORDER_READ_ONLY_FIELDS, 'status']);
-const validatePatch = createValidator(OrderPatch, [...ORDER_READ_ONLY_FIELDS]);
+const validateInputShape = createValidator(OrderInput, [...ORDER_READ_ONLY_FIELDS, 'status']);
+const validatePatchShape = createValidator(OrderPatch, [...ORDER_READ_ONLY_FIELDS]);
+const validateOrderInput = (body: unknown) => withPayableItems(validateInputShape(body));
+const validatePatch = (body: unknown) => withPayableItems(validatePatchShape(body));
+
+/**
+ * Items whose total is 0 make an order that can never be paid (a payment is at least 1 minor
+ * unit), so never shipped: refused wherever items are set. A free item beside priced ones is fine.
+ */
+function withPayableItems<T extends { items?: readonly { quantity: number; unit_price: number }[] }>(
+  input: T,
+): T {
+  const items = input.items;
+  if (items !== undefined && items.every((item) => item.unit_price === 0)) {
+    throw validationProblem([
+      {
+        pointer: '#/items',
+        detail: 'the order total must be above 0: an order of free items cannot be paid',
+      },
+    ]);
+  }
+  return input;
+}
 
 const listParametersSpec = {
   limit: integerBetween(1, MAX_PAGE_SIZE),

@@ -55,7 +55,7 @@ describe("another customer's ids", () => {
     const attempts = [
       await bob.request('PUT', path, { body: { ...SAMPLE_ORDER, currency: 'USD' } }),
       await bob.request('PATCH', path, { body: { status: 'cancelled' } }),
-      await bob.request('PATCH', path, { body: { items: [{ sku: 'X', quantity: 9, unit_price: 0 }] } }),
+      await bob.request('PATCH', path, { body: { items: [{ sku: 'X', quantity: 9, unit_price: 1 }] } }),
       await bob.request('DELETE', path),
       await bob.request('POST', '/v1/payments', { body: { order_id: aliceOrder.id, amount: 2500 } }),
     ];
