@@ -18,7 +18,7 @@ import {
   checkPatchTransition,
 } from '../domain/orders.ts';
 import { readJsonBody } from '../http/body.ts';
-import { assertIfMatch } from '../http/conditional.ts';
+import { assertWritePreconditions } from '../http/conditional.ts';
 import { idempotencyKeyOf, requestFingerprint, sendIdempotentResult } from '../http/idempotency.ts';
 import { insufficientScope, requireScope } from '../http/identity.ts';
 import { integerBetween, oneOf, parseQuery, text, timestamp } from '../http/query.ts';
@@ -101,12 +101,12 @@ function orderWritten(row: OrderRow) {
 
 /**
  * The order `id` names, locked for the rest of the transaction, when the caller may see it and
- * its ETag matches If-Match; else 404 or 412.
+ * its ETag meets If-Match and If-None-Match; else 404 or 412.
  */
 async function lockedOrder(tx: Db, req: ServiceRequest, id: string): Promise<OrderRow> {
   const current = await orders.findOrder(tx, id, ownerScope(req.principal), { forUpdate: true });
   if (current === undefined) throw notFound('order');
-  assertIfMatch(req, orderEtag(current));
+  assertWritePreconditions(req, orderEtag(current));
   return current;
 }
 
