@@ -2,8 +2,9 @@
  * `npm run bench`: what the gateway costs, measured in one run and printed side by side.
  *
  * Builds, then starts the resource service (on its own PostgreSQL database), the gateway as
- * shipped (the built output with the `gateway` npm script's node flags, on its own Redis key prefix), an http-proxy pass-through as the peer reference, and the cost ladder
- * (one gateway per rung on a static upstream, with its own peer); pins them to CPUs where the
+ * shipped (the built output with the `gateway` npm script's node flags, on its own Redis key prefix), an http-proxy pass-through as the peer reference, the cost ladder
+ * (one gateway per rung on a static upstream, with its own peer) and the field on that upstream
+ * (nginx, installed with apt-get when missing; a fastify-assembled gateway; Node's floors); pins them to CPUs where the
  * machine allows it; drives every row with autocannon in a child process, in rounds with the
  * rows interleaved; prints medians with their ranges. CPU per request comes from /proc (Linux).
  * Prints; asserts nothing.
@@ -15,7 +16,8 @@
  * LOG_LEVEL (info: the gateway and the service log as in production),
  * BENCH_GATEWAY_NODE_ARGS (extra node flags for the gateways, e.g. `--cpu-prof`), BENCH_BASELINE
  * (the root of another checkout, built: its gateway gets a cache-miss and a cache-hit row of its
- * own, interleaved with this one's, so a change is measured before and after in one run).
+ * own, interleaved with this one's, so a change is measured before and after in one run),
+ * BENCH_NO_INSTALL (set: never apt-get install nginx; its rows are printed as missing).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -33,6 +35,7 @@ import {
 import { measureRow, type Sample } from './bench/measure.ts';
 import { childLogNames, startProcesses, type Settings } from './bench/processes.ts';
 import { printReport } from './bench/report.ts';
+import { printField } from './bench/report-field.ts';
 import { defineRows } from './bench/rows.ts';
 import { createBenchStores, StoreMissing, type BenchStores } from './bench/stores.ts';
 import { answerHelp, usageError } from '../scripts/cli-args.ts';
@@ -40,7 +43,8 @@ import { answerHelp, usageError } from '../scripts/cli-args.ts';
 const USAGE = 'usage: npm run bench   (settings by environment: BENCH_ROUNDS, BENCH_ROWS, ...)';
 answerHelp(`${USAGE}
 
-Builds, starts the service, the shipped gateway, an http-proxy peer and the cost ladder, drives
+Builds, starts the service, the shipped gateway, an http-proxy peer, the cost ladder and the
+field (nginx, installed with apt-get when missing; a fastify-assembled gateway; Node's floors), drives
 every row with autocannon in interleaved rounds and prints medians with their ranges (req/s,
 latency, CPU-µs per request from /proc). Asserts nothing. Uses its own PostgreSQL database and
 Redis prefix, removed at the end.
@@ -49,7 +53,9 @@ Environment: DATABASE_URL (admin connection, default postgres://postgres@127.0.0
 REDIS_URL (default redis://127.0.0.1:6379), BENCH_ROUNDS (3), BENCH_DURATION (s per row and
 round, 5), BENCH_WARMUP (2), BENCH_CONNECTIONS (32), BENCH_ROWS (comma-separated parts of row
 names: only those rows), LOG_LEVEL (info), BENCH_GATEWAY_NODE_ARGS (extra node flags),
-BENCH_BASELINE (root of another built checkout: cache-miss and cache-hit rows through its gateway).`);
+BENCH_BASELINE (root of another built checkout: cache-miss and cache-hit rows through its gateway),
+BENCH_NO_INSTALL (set: never apt-get install nginx for the field rows; they print as missing).
+A short plumbing check: BENCH_ROUNDS=1 BENCH_DURATION=2 BENCH_WARMUP=0 npm run bench.`);
 if (process.argv.length > 2) usageError('bench', USAGE, `unexpected argument ${process.argv[2]}`);
 
 const env = process.env;
@@ -73,6 +79,7 @@ async function idleCheck(): Promise<{ line: string; busy: boolean }> {
 function machineFacts(
   placement: Placement,
   stores: BenchStores,
+  fieldVersions: string,
   idle: { line: string; busy: boolean },
 ): string[] {
   const model = cpus()[0]?.model ?? 'unknown CPU';
@@ -81,7 +88,7 @@ function machineFacts(
     `machine   ${model}, ${cpus().length} CPUs, Linux ${release()}, load average ${one} ${five} ${fifteen}`,
     `before    ${idle.line} busy over the second before the run` +
       (idle.busy ? ': OTHER PROCESSES ARE RUNNING, the figures below are noisy' : ''),
-    `software  node ${process.version}, ${stores.versions}, autocannon 9.0.0, http-proxy 1.18.1`,
+    `software  node ${process.version}, ${stores.versions}, autocannon 9.0.0, http-proxy 1.18.1, ${fieldVersions}`,
     `placement ${placement.pinned ? 'pinned with taskset. ' : ''}${placement.reason}`,
     `load      ${settings.rounds} rounds, rows interleaved; per row and round ${settings.connections} keep-alive ` +
       `connections, ${settings.duration} s measured after a warm-up (${settings.warmup} s in round 1, ` +
@@ -123,10 +130,10 @@ async function run(stores: BenchStores, dir: string): Promise<void> {
   const running = await startProcesses(stores, placement, dir, settings);
   const tls = new Agent({ connect: { ca: running.caCert } });
   const only = (env['BENCH_ROWS'] ?? '').split(',').filter((part) => part !== '');
-  const rows = (await defineRows(running, tls)).filter(
-    (row) => only.length === 0 || only.some((part) => row.name.includes(part)),
-  );
-  for (const line of machineFacts(placement, stores, idle)) console.log(line);
+  const chosen = (name: string) => only.length === 0 || only.some((part) => name.includes(part));
+  const rows = (await defineRows(running, tls)).filter((row) => chosen(row.name));
+  const missing = running.field.missing.filter((peer) => chosen(peer.name));
+  for (const line of machineFacts(placement, stores, running.field.versions, idle)) console.log(line);
   console.log('');
   const samples = new Map(rows.map((row) => [row, [] as Sample[]]));
   for (let round = 1; round <= settings.rounds; round++) {
@@ -137,7 +144,9 @@ async function run(stores: BenchStores, dir: string): Promise<void> {
     }
   }
   await tls.close();
-  printReport(rows.map((row) => ({ row, samples: samples.get(row)! })));
+  const results = rows.map((row) => ({ row, samples: samples.get(row)! }));
+  printReport(results);
+  printField(results, missing);
 }
 
 async function main(): Promise<number> {

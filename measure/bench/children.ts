@@ -65,6 +65,14 @@ export function childEnv(logLevel: string, overrides: Record<string, string>): N
   return { ...base, LOG_LEVEL: logLevel, ...overrides };
 }
 
+/** Where a child runs (a CPU or a taskset list), its environment, and where its output goes. */
+export interface StartOptions {
+  cpu: number | string | undefined;
+  env?: NodeJS.ProcessEnv;
+  logFile?: string;
+  captureStdout?: boolean;
+}
+
 /**
  * Starts `node args` on `cpu` (when pinned; a taskset list such as `0,1` for several). Without
  * it the child inherits the bench driver's own CPU (bench.ts moves itself aside), not the
@@ -72,18 +80,15 @@ export function childEnv(logLevel: string, overrides: Record<string, string>): N
  * gateway's and service's request logs are written at their configured level, as in
  * production, but not read back. stderr goes to `logFile` for the post-mortem.
  */
-export function startNode(
-  args: string[],
-  options: {
-    cpu: number | string | undefined;
-    env?: NodeJS.ProcessEnv;
-    logFile?: string;
-    captureStdout?: boolean;
-  },
-): ChildProcess {
-  const node = [process.execPath, ...args];
+export function startNode(args: string[], options: StartOptions): ChildProcess {
+  return startCommand(process.execPath, args, options);
+}
+
+/** Starts any program as startNode starts node (nginx, for the field rows). */
+export function startCommand(program: string, args: string[], options: StartOptions): ChildProcess {
+  const line = [program, ...args];
   const [command, ...rest] =
-    options.cpu === undefined ? node : ['taskset', '-c', String(options.cpu), ...node];
+    options.cpu === undefined ? line : ['taskset', '-c', String(options.cpu), ...line];
   const child = spawn(command!, rest, {
     env: options.env ?? process.env,
     stdio: ['ignore', options.captureStdout === true ? 'pipe' : 'ignore', 'pipe'],

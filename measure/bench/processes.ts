@@ -2,7 +2,8 @@
  * Everything `npm run bench` measures, started as child processes: the resource service on
  * its own database, the gateway as production runs it (gateway/main.ts, its own Redis key
  * prefix), the http-proxy peer in front of the service, and for the cost ladder a static
- * upstream with its own http-proxy peer and one gateway per rung (ladder.ts).
+ * upstream with its own http-proxy peer and one gateway per rung (ladder.ts), and the field
+ * on the same static upstream: nginx, a fastify-assembled gateway, Node's floors (field.ts).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
@@ -15,6 +16,7 @@ import { childEnv, freePort, startNode, waitUntil, type Placement } from './chil
 import type { LadderGatewayOptions } from './ladder-gateway.ts';
 import { RUNGS } from './ladder.ts';
 import type { BenchStores } from './stores.ts';
+import { startField, type Field } from './field.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 
@@ -51,6 +53,8 @@ export interface Running {
   workers: GatewayProcess[];
   /** The main gateway as another checkout built it (BENCH_BASELINE), for a before/after in one run. */
   baseline?: GatewayProcess;
+  /** nginx, the fastify-assembled gateway and Node's floors on the static upstream (field.ts). */
+  field: Field;
 }
 
 async function writeCertificate(dir: string): Promise<{ cert: string; certFile: string; keyFile: string }> {
@@ -353,6 +357,14 @@ export async function startProcesses(
   const workers = [];
   for (const count of [1, 2])
     workers.push(await startWorkersGateway(count, stores, placement, dir, settings, staticUrl));
+  const field = await startField({
+    placement,
+    dir,
+    files,
+    staticUrl,
+    redisUrl: stores.redisUrl,
+    redisPrefix: stores.redisPrefix,
+  });
   return {
     dir,
     caCert: files.cert,
@@ -365,6 +377,7 @@ export async function startProcesses(
     staticPeer,
     ladder,
     workers,
+    field,
     ...(baseline === undefined ? {} : { baseline }),
   };
 }
@@ -400,5 +413,11 @@ export function childLogNames(): string[] {
     ...RUNGS.map((_, i) => `ladder${i}`),
     'workers1',
     'workers2',
+    'fastify',
+    'node-fixed',
+    'node-relay',
+    'nginx-plain',
+    'nginx-log',
+    'nginx-cache',
   ];
 }

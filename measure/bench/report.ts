@@ -19,17 +19,17 @@ export function median(values: readonly number[]): number {
   return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }
 
-const perRequest = (sample: Sample) =>
+export const perRequest = (sample: Sample) =>
   sample.load.responses === 0 ? Number.NaN : sample.measuredCpuMicros / sample.load.responses;
 const servicePerRequest = (sample: Sample) =>
   sample.load.responses === 0 ? Number.NaN : sample.serviceCpuMicros / sample.load.responses;
 const requestsPerSecond = (sample: Sample) =>
   sample.load.seconds > 0 ? sample.load.responses / sample.load.seconds : 0;
 
-const fixed = (n: number, digits: number) => (Number.isFinite(n) ? n.toFixed(digits) : '—');
+export const fixed = (n: number, digits: number) => (Number.isFinite(n) ? n.toFixed(digits) : '—');
 
 /** `median [min–max]` of one figure over the rounds. */
-function spread(values: number[], digits: number): string {
+export function spread(values: number[], digits: number): string {
   const finite = values.filter(Number.isFinite);
   if (finite.length === 0) return '—';
   return `${fixed(median(finite), digits)} [${fixed(Math.min(...finite), digits)}–${fixed(Math.max(...finite), digits)}]`;
@@ -54,7 +54,7 @@ function unexpected(result: RowResult): string {
   return parts.length === 0 ? 'none' : `!! ${parts.join(', ')}`;
 }
 
-function cells(result: RowResult, step?: number): string[] {
+export function cells(result: RowResult, step?: number): string[] {
   const { row, samples } = result;
   const isService = row.measured.role === 'service';
   const answered = samples.reduce((sum, s) => sum + (s.load.statuses[String(row.expectedStatus)] ?? 0), 0);
@@ -73,7 +73,7 @@ function cells(result: RowResult, step?: number): string[] {
   ];
 }
 
-function printGrid(headers: string[], rows: string[][], textColumns: Set<number>): void {
+export function printGrid(headers: string[], rows: string[][], textColumns: Set<number>): void {
   const widths = headers.map((header, i) =>
     Math.max(header.length, ...rows.map((row) => row[i]?.length ?? 0)),
   );
@@ -86,7 +86,7 @@ function printGrid(headers: string[], rows: string[][], textColumns: Set<number>
   for (const row of rows) console.log(line(row));
 }
 
-const HEADERS = [
+export const HEADERS = [
   'row',
   'req/s',
   'p50 ms',
@@ -114,7 +114,7 @@ function printLadder(ladder: RowResult[]): void {
 }
 
 /** Median and range of a ratio taken round by round, so both sides share each round's noise. */
-function roundRatio(a: RowResult, b: RowResult, figure: (s: Sample) => number): number[] {
+export function roundRatio(a: RowResult, b: RowResult, figure: (s: Sample) => number): number[] {
   return a.samples.map((sample, i) => figure(sample) / figure(b.samples[i]!));
 }
 

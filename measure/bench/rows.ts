@@ -1,7 +1,8 @@
 /**
  * What each row of `npm run bench` sends, to which process, and what it must get back: the
  * main rows on the resource service (direct, gateway miss / hit / 304, http-proxy peer), then
- * the cost ladder on the static upstream (peer, then one gateway per rung).
+ * the cost ladder on the static upstream (peer, then one gateway per rung), then the field on
+ * the same static upstream (nginx, the fastify-assembled gateway, Node's floors).
  */
 import { randomUUID } from 'node:crypto';
 import type { ChildProcess } from 'node:child_process';
@@ -18,7 +19,7 @@ const SCOPES = ['orders:read', 'orders:write'];
 
 export interface Row {
   name: string;
-  group: 'main' | 'ladder';
+  group: 'main' | 'ladder' | 'field';
   /** The process whose CPU and memory the row measures, and what it is. */
   measured: { process: ChildProcess; role: 'service' | 'peer' | 'gateway' };
   /** A gateway's admin origin and audit log, for the row's counters. */
@@ -153,7 +154,12 @@ export async function defineRows(running: Running, tls: Agent): Promise<Row[]> {
       note: 'HTTPS + keep-alive pass-through: no auth/limit/cache/audit/log',
     },
   ];
-  return [...main, ...workerRows(running, bearer), ...ladderRows(running, bearer)];
+  return [
+    ...main,
+    ...workerRows(running, bearer),
+    ...ladderRows(running, bearer),
+    ...fieldRows(running, bearer),
+  ];
 }
 
 /**
@@ -217,4 +223,20 @@ function ladderRows(running: Running, bearer: Record<string, string>): Row[] {
       note: rung.note,
     })),
   ];
+}
+
+/**
+ * The field's rows: the ladder's request (the same token; the peers without authentication
+ * ignore it), without no-store on a cache-hit row.
+ */
+function fieldRows(running: Running, bearer: Record<string, string>): Row[] {
+  return running.field.peers.map((peer) => ({
+    name: peer.name,
+    group: 'field',
+    measured: { process: peer.process, role: 'peer' },
+    url: `${peer.url}/v1/orders/static`,
+    headers: () => (peer.hit === true ? bearer : { ...bearer, 'cache-control': 'no-store' }),
+    expectedStatus: 200,
+    note: peer.note,
+  }));
 }

@@ -12,31 +12,14 @@ import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { TLS_OPTIONS } from '../../shared/tls-policy.ts';
-
-const ORDER = {
-  id: '0b9f3c2e-5d1a-4c8e-9f7b-2a6d4e8c1f30',
-  customer_id: 'cus_bench',
-  status: 'pending',
-  currency: 'EUR',
-  items: [{ sku: 'SKU-1', quantity: 2, unit_price: 1250 }],
-  total: 2500,
-  created_at: '2026-11-23T09:00:00.000Z',
-  updated_at: '2026-11-23T09:00:00.000Z',
-};
-const BODY = Buffer.from(JSON.stringify(ORDER));
-const HEADERS = {
-  'content-type': 'application/json',
-  'content-length': String(BODY.length),
-  'cache-control': 'private, no-cache',
-  etag: '"bench-static-1"',
-};
+import { STATIC_BODY, STATIC_HEADERS } from './static-answer.ts';
 
 function answer(req: IncomingMessage, res: ServerResponse): void {
   // Read whatever was sent, then answer; keep-alive stays usable.
   req.resume();
   req.on('end', () => {
-    res.writeHead(200, HEADERS);
-    res.end(BODY);
+    res.writeHead(200, STATIC_HEADERS);
+    res.end(STATIC_BODY);
   });
 }
 
