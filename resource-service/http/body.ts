@@ -70,10 +70,17 @@ export async function readJsonBody(req: IncomingMessage, options: BodyOptions): 
   let received = 0;
   // Not destroyed on an early exit: destroying the request resets the socket, and the 413
   // written just before would be lost with it.
-  for await (const chunk of req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
-    received += chunk.length;
-    if (received > options.maxBytes) throw tooLarge(req, options.maxBytes, received);
-    chunks.push(chunk);
+  try {
+    for await (const chunk of req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
+      received += chunk.length;
+      if (received > options.maxBytes) throw tooLarge(req, options.maxBytes, received);
+      chunks.push(chunk);
+    }
+  } catch (error) {
+    if (error instanceof HttpProblem) throw error;
+    // The client stopped sending (its `aborted` ECONNRESET): its fault, and no one to answer.
+    // Thrown as what it is, so that it is never taken for the database's ECONNRESET (503).
+    throw new HttpProblem('ERR_BAD_REQUEST', 'The request body was cut off before its end', { cause: error });
   }
   if (received === 0) throw new HttpProblem('ERR_MALFORMED_JSON', 'A JSON body is required');
 
