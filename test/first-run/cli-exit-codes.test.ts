@@ -2,39 +2,22 @@
  * The command-line tools answer alike: 0 done, 1 not done (a broken chain, an unknown key),
  * 2 a usage or input error, which says why; and `--help` never writes a file.
  */
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { runCommand } from '../support/run-command.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), 'portico-cli-exit-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function run(command: string, args: readonly string[]): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(
-      command,
-      args,
-      {
-        cwd: ROOT,
-        env: { PATH: process.env['PATH'], HOME: process.env['HOME'], PORTICO_DATA_DIR: join(dir, 'data') },
-        timeout: 60_000,
-      },
-      (error, stdout, stderr) => {
-        const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
-        resolve({ code, stdout, stderr });
-      },
-    );
+const run = (command: string, args: readonly string[]) =>
+  runCommand(command, args, {
+    cwd: ROOT,
+    env: { PATH: process.env['PATH'], HOME: process.env['HOME'], PORTICO_DATA_DIR: join(dir, 'data') },
+    timeoutMs: 60_000,
   });
-}
 
 describe('audit verify', () => {
   it('a file that cannot be read is an input error (2), not tampering (1)', async () => {

@@ -4,22 +4,16 @@
  * listener or data dir), every problem on one line with its key path and the file's line,
  * exit 0 valid, 1 invalid, 2 a usage error.
  */
-import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { runCommand, type CommandResult } from '../../support/run-command.ts';
 
 const ROOT = new URL('../../../', import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), 'portico-check-'));
 const dataDir = join(dir, 'data');
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 
 const ENTRIES = {
   'npm run check': ['scripts/check.ts'],
@@ -30,21 +24,10 @@ function check(
   entry: keyof typeof ENTRIES,
   args: readonly string[],
   env: Record<string, string> = {},
-): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [...ENTRIES[entry], ...args],
-      {
-        cwd: ROOT,
-        env: { PATH: process.env['PATH'], PORTICO_DATA_DIR: dataDir, ...env },
-        timeout: 30_000,
-      },
-      (error, stdout, stderr) => {
-        const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
-        resolve({ code, stdout, stderr });
-      },
-    );
+): Promise<CommandResult> {
+  return runCommand(process.execPath, [...ENTRIES[entry], ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env['PATH'], PORTICO_DATA_DIR: dataDir, ...env },
   });
 }
 

@@ -4,12 +4,12 @@
  * stack trace (LOG_LEVEL=debug adds one). A bad variable is refused before anything starts:
  * `npm start` creates no embedded database for a GATEWAY_PORT that cannot work.
  */
-import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCommand, type CommandResult as Run } from '../../support/run-command.ts';
 import { bareEnv, spawnContender } from '../../first-run/support/portico-process.ts';
 
 const ROOT = new URL('../../../', import.meta.url).pathname;
@@ -27,20 +27,8 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function run(entry: string, env: NodeJS.ProcessEnv): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [entry], { cwd: ROOT, env, timeout: 60_000 }, (error, stdout, stderr) => {
-      const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const run = (entry: string, env: NodeJS.ProcessEnv): Promise<Run> =>
+  runCommand(process.execPath, [entry], { cwd: ROOT, env, timeoutMs: 60_000 });
 
 /** Exit 1, one line on stderr, and no stack trace anywhere. */
 function expectOneLine(result: Run): string {
