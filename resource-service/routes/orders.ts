@@ -5,10 +5,10 @@
  */
 import type { ServerResponse } from 'node:http';
 import { CACHE_INVALIDATES, formatInvalidates } from '../../shared/cache-headers.ts';
-import { validationProblem } from '../../shared/errors.ts';
+import { HttpProblem, validationProblem } from '../../shared/errors.ts';
 import { CUSTOMER_ID_PATTERN, isAdmin } from '../../shared/principal.ts';
 import type { Db } from '../data/db.ts';
-import { runIdempotent } from '../data/idempotency.ts';
+import { runIdempotent, type IdempotentResult } from '../data/idempotency.ts';
 import * as orders from '../data/orders.ts';
 import type { OrderRow } from '../data/orders.ts';
 import {
@@ -157,7 +157,30 @@ async function createOrder(req: ServiceRequest, res: ServerResponse, ctx: RouteC
       };
     },
   );
-  sendIdempotentResult(res, result);
+  sendIdempotentResult(res, result.replayed ? await asItIsNow(ctx, req, result) : result);
+}
+
+/**
+ * A replay repeats the outcome of the first request (201, the order's Location) with the order
+ * as it is now: the stored body and ETag describe a state that may be gone (cancelled, items
+ * replaced), and a client would act on them (If-Match) or a cache store them. An order deleted
+ * since is a 404 saying so, still marked as a replay: the order was created, and is no more.
+ */
+async function asItIsNow(
+  ctx: RouteContext,
+  req: ServiceRequest,
+  result: IdempotentResult,
+): Promise<IdempotentResult> {
+  const id = (result.response.body as { id?: unknown }).id;
+  if (typeof id !== 'string') return result;
+  const row = await orders.findOrder(ctx.sql, id, ownerScope(req.principal));
+  if (row === undefined) {
+    throw new HttpProblem('ERR_NOT_FOUND', 'The order this Idempotency-Key created has been deleted since', {
+      headers: { 'Idempotent-Replayed': 'true' },
+    });
+  }
+  const headers = { ...result.response.headers, ETag: orderEtag(row) };
+  return { replayed: true, response: { ...result.response, headers, body: toOrder(row) } };
 }
 
 async function getOrder(req: ServiceRequest, res: ServerResponse, ctx: RouteContext): Promise<void> {
@@ -249,7 +272,7 @@ const createOrderDoc: OperationDoc = {
   tags: ['orders'],
   summary: 'Create an order',
   description:
-    'Scope `orders:write`. The order starts `pending`; its total is computed. Send an Idempotency-Key to retry safely.',
+    'Scope `orders:write`. The order starts `pending`; its total is computed. Send an Idempotency-Key to retry safely: a retry answers 201 with the order as it is now, or 404 if it was deleted since.',
   parameters: [parameterRef('IdempotencyKey')],
   requestBody: { required: true, content: { 'application/json': { schema: ref('OrderInput') } } },
   responses: {
@@ -261,6 +284,7 @@ const createOrderDoc: OperationDoc = {
     }),
     '400': badRequest('ERR_MALFORMED_JSON'),
     '403': responseRef('Forbidden'),
+    '404': responseRef('NotFound'),
     '409': problem(['ERR_IDEMPOTENCY_IN_FLIGHT'], { 'Retry-After': headerRef('RetryAfter') }),
     '413': responseRef('PayloadTooLarge'),
     '415': unsupportedMediaType('Accept-Post', ['application/json']),

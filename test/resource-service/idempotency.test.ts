@@ -143,6 +143,33 @@ describe('Idempotency-Key', () => {
     expect(retry.body).toEqual(first.body);
   });
 
+  it('a replay after the order changed shows it as it is now; after it was deleted, says so', async () => {
+    const alice = service.newCustomer();
+    const key = randomUUID();
+    const create = () =>
+      alice.request('POST', '/v1/orders', { body: SAMPLE_ORDER, headers: { 'idempotency-key': key } });
+    const first = await create();
+    expect(first.status).toBe(201);
+    const path = first.headers.get('location')!;
+    const cancelled = await alice.request('PATCH', path, { body: { status: 'cancelled' } });
+    expect(cancelled.status).toBe(200);
+
+    // The outcome is replayed (201, the same order), never the stale representation and ETag.
+    const afterChange = await create();
+    expect(afterChange.status).toBe(201);
+    expect(afterChange.headers.get('idempotent-replayed')).toBe('true');
+    expect(afterChange.headers.get('location')).toBe(path);
+    expect(afterChange.body).toEqual(cancelled.body);
+    expect(afterChange.headers.get('etag')).toBe(cancelled.headers.get('etag'));
+
+    expect((await alice.request('DELETE', path)).status).toBe(204);
+    const afterDelete = await create();
+    expect(afterDelete.status).toBe(404);
+    expect(afterDelete.body.code).toBe('ERR_NOT_FOUND');
+    expect(afterDelete.headers.get('idempotent-replayed')).toBe('true');
+    expect(await orderCount(alice.principal.customerId)).toBe(0);
+  });
+
   it('a malformed key is 400', async () => {
     const alice = service.newCustomer();
     for (const key of ['', 'a b', 'x'.repeat(256)]) {
