@@ -101,7 +101,7 @@ export async function startGateway(
           metrics: built.metrics,
           limiter: built.limiter,
           cache: built.cache,
-          upstreamHealth: upstreamHealth(built.upstreams),
+          upstreamHealth: upstreamHealth(built.upstreams, config.routes),
         }),
       },
       hostGuard: (req) => checkHost(req, adminHost, config.admin.allowedHosts),

@@ -97,8 +97,9 @@ function routeRows(snapshot) {
 function dependencyOf(name) {
   if (name === 'redis') return 'Redis';
   if (name === 'identity provider keys') return 'JWKS (identity provider)';
-  if (name.endsWith('/healthz')) return 'Service and PostgreSQL';
   if (name.startsWith('upstream ')) return 'Upstream connection';
+  // An upstream's own health path (routes[].healthPath); the resource service's /healthz checks PostgreSQL.
+  if (/^https?:\/\//.test(name)) return 'Upstream health';
   return 'Other';
 }
 

@@ -83,12 +83,20 @@ const ROUTE_UPSTREAM_PROPERTIES = {
     }),
   ),
   healthCheck: Type.Optional(HealthCheckSchema),
+  healthPath: Type.Optional(
+    Type.Union([Type.String({ pattern: '^/[\\x21-\\x7e]*$' }), Type.Literal(false)], {
+      expected: 'a path starting with / or false',
+      description:
+        "Path the dashboard fetches on each target to show its health (any 2xx is healthy); `false`: none, for an upstream without a health endpoint. Unset: the route's `healthCheck.path`, else `/healthz` (the resource service's, which checks PostgreSQL).",
+    }),
+  ),
 };
 
 interface RouteUpstreamKeys {
   upstream?: string;
   upstreams?: readonly UpstreamTarget[];
   healthCheck?: HealthCheck;
+  healthPath?: string | false;
 }
 
 /** A route's targets, whichever of `upstream` and `upstreams` it names (weight 1 for `upstream`). */
