@@ -1,7 +1,9 @@
 /**
  * Rate-limit answers: `RateLimit-Policy` and `RateLimit` (IETF httpapi RateLimit header
  * fields draft, structured-field lists: `"name";q=LIMIT;w=WINDOW` and `"name";r=REMAINING;t=RESET`),
- * and the 429 problem with `Retry-After` in whole seconds (RFC 6585, RFC 9110).
+ * and the 429 problem with `Retry-After` in whole seconds (RFC 6585, RFC 9110). The 429 keeps v1's
+ * published problem type (`urn:portico:problem:rate-limited`: no breaking change within a version)
+ * and carries the draft's `violated-policies` member of its quota-exceeded type.
  */
 import { HttpProblem } from '../../shared/errors.ts';
 import type { PolicyOutcome, RateLimitDecision } from './limiter.ts';
@@ -35,7 +37,12 @@ export function rateLimitProblem(decision: Extract<RateLimitDecision, { kind: 'l
     `Rate limit ${exceeded.join(', ')} exceeded; retry in ${decision.retryAfterSeconds} s`,
     {
       headers: { 'Retry-After': String(decision.retryAfterSeconds), ...rateLimitHeaders(decision.outcomes) },
-      extensions: { policies: exceeded, retry_after: decision.retryAfterSeconds },
+      // `violated-policies`: the draft's quota-exceeded member; `policies` as v1 published it.
+      extensions: {
+        policies: exceeded,
+        'violated-policies': exceeded,
+        retry_after: decision.retryAfterSeconds,
+      },
     },
   );
 }

@@ -64,15 +64,28 @@ export class RateLimitGate {
     return rateLimitProblem(limited);
   }
 
-  /** `RateLimit-Policy` and `RateLimit` on an answer, when a policy applied to the request. */
+  /**
+   * `RateLimit-Policy` and `RateLimit` on an answer, when a policy applied to the request
+   * (draft-ietf-httpapi-ratelimit-headers-11): our members after the upstream's own, which an
+   * intermediary should not remove. An answer that aged in the cache (`Age` > 0) gets no
+   * `RateLimit`: a client following the draft discards the fields of such an answer, so fresh
+   * ones there would go unread; the policy, which does not age, is still stated.
+   */
   describe(headers: Record<string, string | string[]>, decision: RateLimitDecision): void {
     if (decision.kind === 'unavailable' || decision.outcomes.length === 0) return;
     // Response header names are lower case (as undici gives the upstream's), so that a name
     // is never sent twice in two spellings.
     const fields = rateLimitFields(decision.outcomes);
-    headers['ratelimit-policy'] = fields.policy;
-    headers['ratelimit'] = fields.state;
+    headers['ratelimit-policy'] = appendMembers(headers['ratelimit-policy'], fields.policy);
+    if (!(Number(headers['age']) > 0))
+      headers['ratelimit'] = appendMembers(headers['ratelimit'], fields.state);
   }
+}
+
+/** A structured-field list with `ours` after the members already there. */
+function appendMembers(before: string | string[] | undefined, ours: string): string {
+  if (before === undefined) return ours;
+  return [before, ours].flat().join(', ');
 }
 
 export function createRateLimitStage(gate: RateLimitGate): Stage {
