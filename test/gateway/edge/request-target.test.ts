@@ -4,6 +4,7 @@
  * 400. A Host that is not `uri-host [":" port]` (`a b`) MUST be a 400; it was served.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { closeSession, h2Request, h2Session } from '../support/h2-client.ts';
 import {
   rawRequest,
   startRecordingUpstream,
@@ -81,4 +82,21 @@ describe('Host value', () => {
       expect(response.status).toBe(200);
     },
   );
+
+  it('over HTTP/2, an :authority that is no valid host: 400 problem, nothing forwarded', async () => {
+    const before = upstream.records.length;
+    const session = await h2Session(gw.port, gw.certificate.cert);
+    try {
+      const response = await h2Request(session, {
+        ':method': 'GET',
+        ':path': '/v1/bad-authority',
+        ':authority': 'api.example.test:port',
+      });
+      expect(response.status).toBe(400);
+      expect(JSON.parse(response.body)).toMatchObject({ code: 'ERR_INVALID_HEADER' });
+      expect(upstream.records.length).toBe(before);
+    } finally {
+      await closeSession(session);
+    }
+  });
 });
