@@ -302,13 +302,14 @@ const getOrderDoc: OperationDoc = {
   tags: ['orders'],
   summary: 'Read an order',
   description: "Scope `orders:read`. Another customer's order answers 404, exactly like a missing one.",
-  parameters: [parameterRef('IfNoneMatch')],
+  parameters: [parameterRef('IfNoneMatch'), parameterRef('IfMatch')],
   responses: {
     '200': json('The order.', ref('Order'), { ETag: headerRef('ETag'), ...READ_HEADERS }),
     '304': responseRef('NotModified'),
     '400': badRequest(),
     '403': responseRef('Forbidden'),
     '404': responseRef('NotFound'),
+    '412': responseRef('PreconditionFailed'),
     ...common,
   },
 };
