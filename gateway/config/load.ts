@@ -12,7 +12,8 @@ import { createGatewayConfigSchema, type GatewayConfig } from './schema/gateway.
 import { checkAuthConfig } from './schema/identity.ts';
 import { checkListenerConfig } from './schema/listener.ts';
 import { checkRateLimitsConfig } from './schema/rate-limit.ts';
-import { checkRouteDefinitions } from './schema/routes.ts';
+import { resolveRouteInheritance } from './schema/route-inheritance.ts';
+import { checkRouteDefinitions, type RouteDefinitionInput } from './schema/routes.ts';
 import { checkTracingConfig } from './schema/tracing.ts';
 import { checkProxyConfig } from './schema/upstream.ts';
 import { problemLines } from './locate.ts';
@@ -98,6 +99,8 @@ export function parseConfig(
   ];
   if (!valid || problems.length > 0) throw new ConfigError(source, problems);
   const config = data;
+  // What a route does not set, from its parent (schema/route-inheritance.ts).
+  config.routes = resolveRouteInheritance(config.routes);
 
   const baseDir = options.baseDir ?? process.cwd();
   const { tls } = config.listener;
@@ -137,7 +140,13 @@ function crossFieldProblems(config: GatewayConfig, schemaErrors: readonly ErrorO
   );
   const checks: [keyof GatewayConfig, () => string[]][] = [
     ['listener', () => checkListenerConfig(config.listener)],
-    ['routes', () => checkRouteDefinitions(config.routes)],
+    [
+      'routes',
+      () => {
+        const routes = config.routes as readonly RouteDefinitionInput[];
+        return checkRouteDefinitions(routes, resolveRouteInheritance(routes));
+      },
+    ],
     // The identity checks speak JSON pointers; operators read `auth.jwt.issuer`.
     [
       'auth',
@@ -161,7 +170,8 @@ function crossFieldProblems(config: GatewayConfig, schemaErrors: readonly ErrorO
  */
 function productionProblems(config: GatewayConfig, env: NodeJS.ProcessEnv): string[] {
   const { jwt } = config.auth;
-  const takesTokens = config.routes.some((route) => route.auth !== 'none');
+  const routes = resolveRouteInheritance(config.routes);
+  const takesTokens = routes.some((route) => route.auth !== 'none');
   if (env['NODE_ENV'] !== 'production' || !takesTokens) return [];
   if (jwt.jwksUrl !== undefined || jwt.jwksFile !== undefined) return [];
   return [

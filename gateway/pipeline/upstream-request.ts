@@ -2,8 +2,9 @@
  * The request the proxy sends upstream, as the stages leave it: the one object a stage edits
  * to change what goes upstream, and the only one the proxy (upstream/forward.ts) reads for it.
  *
- * - `route`: which upstreams take it (the route stage); `target`: the path and query sent;
- *   `authority`: the host the client named (an absolute-form target's, else Host's).
+ * - `route`: which upstreams take it (the route stage); `target`: the path and query sent
+ *   (the route stage rewrites its prefix when the route says); `authority`: the host the
+ *   client named (an absolute-form target's, else Host's).
  * - `headers`: the client's fields as stages edited them (upstream-headers.ts).
  * - `principal`: who the gateway says is calling (the authenticate stage), asserted upstream
  *   in a signed header; `requestId` (the request-id stage) and `clientIp` go up as fields too.
@@ -25,8 +26,12 @@ export type RequestBody = Readable & { readonly complete: boolean };
 export class UpstreamRequest {
   /** The client's method: the gateway forwards it as it came. */
   readonly method: string;
-  /** Path and query, as received (an absolute-form target's): forwarded unchanged. */
-  readonly target: string;
+  /**
+   * Path and query sent upstream: as received (an absolute-form target's), unless the route
+   * stage rewrote its prefix (`stripPrefix`, `rewrite`). `ctx.target` keeps the client's,
+   * which the cache keys on.
+   */
+  target: string;
   /**
    * The host the client named, as the forwarding fields state it: an absolute-form target's
    * authority, which then takes the place of Host (RFC 9112 §3.2.2), else Host (`:authority`

@@ -41,13 +41,13 @@ export function createCorsStage(
   routes: readonly RouteDefinition[],
   preflights: RateLimitGate,
 ): Stage | undefined {
-  const policies = new Map<string, CorsPolicy>();
-  for (const route of routes)
-    if (route.cors !== undefined) policies.set(route.prefix, compileCors(route.cors));
+  // By route, not prefix: routes of one prefix may differ by method, host or headers.
+  const policies = new Map<RouteDefinition, CorsPolicy>();
+  for (const route of routes) if (route.cors !== undefined) policies.set(route, compileCors(route.cors));
   if (policies.size === 0) return undefined;
   return async function cors(ctx, next) {
     const { route } = ctx.upstream;
-    const policy = route === undefined ? undefined : policies.get(route.prefix);
+    const policy = route === undefined ? undefined : policies.get(route);
     if (policy === undefined) return next();
     const headers = ctx.req.headers;
     const origin = headers.origin;

@@ -24,6 +24,7 @@ const GATEWAY_LAYERS: Record<string, number> = {
   identity: 4.2,
   'rate-limit': 4.2,
   cors: 4.2,
+  routing: 4.2,
   upstream: 4.2,
   cache: 4.2,
   stages: 5,

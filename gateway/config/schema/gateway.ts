@@ -11,7 +11,7 @@ import { AuthConfigSchema } from './identity.ts';
 import { ListenerConfigSchema } from './listener.ts';
 import { RateLimitsConfigSchema } from './rate-limit.ts';
 import { RequestIdConfigSchema } from './request-id.ts';
-import { createRouteDefinitionsSchema } from './routes.ts';
+import { createRouteDefinitionsSchema, type RouteDefinition } from './routes.ts';
 import { TracingConfigSchema } from './tracing.ts';
 import { createProxyConfigSchema } from './upstream.ts';
 
@@ -34,5 +34,8 @@ export function createGatewayConfigSchema(env: NodeJS.ProcessEnv) {
   );
 }
 
-/** The validated config, frozen once loaded (load.ts). */
-export type GatewayConfig = Static<ReturnType<typeof createGatewayConfigSchema>>;
+/** The config as the file writes it, validated: routes as written. */
+export type GatewayConfigInput = Static<ReturnType<typeof createGatewayConfigSchema>>;
+
+/** The validated config, routes with their parents' keys taken, frozen once loaded (load.ts). */
+export type GatewayConfig = Omit<GatewayConfigInput, 'routes'> & { routes: RouteDefinition[] };

@@ -7,6 +7,8 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { CorsDefinitionSchema, checkCorsDefinition } from './cors.ts';
 import { DeprecationSchema, checkDeprecation } from './deprecation.ts';
+import { ROUTE_MATCH_PROPERTIES, checkRouteMatch, hasMatchConditions, matchKey } from './route-match.ts';
+import { ROUTE_REWRITE_PROPERTIES, checkRouteRewrite, type PathMap } from './route-rewrite.ts';
 
 const NOT_RELOADED = 'Needs a restart: routes do not reload.';
 
@@ -152,30 +154,57 @@ export const RouteDefinitionSchema = Type.Object(
       description:
         'Path prefix, whole segments, no trailing slash, as `/v1`; `/` alone is a catch-all, taking what no longer prefix matches.',
     }),
+    ...ROUTE_MATCH_PROPERTIES,
+    inherit: Type.Optional(
+      Type.Boolean({
+        description:
+          'Default `true`: whether the route takes the keys it does not set (upstream, auth, cache, cors, deprecation, stripPrefix/rewrite) ' +
+          'from its parent, the route of the longest prefix enclosing its own that has no `methods`, `hosts` or `headers`. ' +
+          '`false`: the defaults instead (docs/configuration.md, "Routes").',
+      }),
+    ),
     upstream: Type.Optional(
       Type.String({
         format: 'uri',
         description:
-          'Origin the route forwards to, as `https://127.0.0.1:8081`; paths are forwarded unchanged. ' +
+          'Origin the route forwards to, as `https://127.0.0.1:8081`; paths are forwarded unchanged unless `stripPrefix` or `rewrite` says. ' +
           'An https: origin gets its TLS settings from `proxy.upstreamTls`; an http: one is plain HTTP, warned about at start. ' +
-          'Either this or `upstreams`.',
+          "Either this or `upstreams`, or neither to take the parent's.",
       }),
     ),
     ...ROUTE_UPSTREAM_PROPERTIES,
-    auth: Type.Unsafe<'required' | 'none'>({
-      type: 'string',
-      enum: ['required', 'none'],
-      default: 'required',
-      description:
-        'Whether the authenticate stage must establish a caller. `none` only when written, and warned about at start.',
-    }),
-    cache: Type.Boolean({ default: false, description: 'Whether the cache stage may serve this route.' }),
+    ...ROUTE_REWRITE_PROPERTIES,
+    auth: Type.Optional(
+      Type.Unsafe<'required' | 'none'>({
+        type: 'string',
+        enum: ['required', 'none'],
+        description:
+          "Whether the authenticate stage must establish a caller: the parent's, else `required`. `none` only when written, and warned about at start.",
+      }),
+    ),
+    cache: Type.Optional(
+      Type.Boolean({
+        description: "Whether the cache stage may serve this route: the parent's, else `false`.",
+      }),
+    ),
     deprecation: Type.Optional(DeprecationSchema),
     cors: Type.Optional(CorsDefinitionSchema),
   },
   { additionalProperties: false },
 );
-export type RouteDefinition = Static<typeof RouteDefinitionSchema>;
+/** A route as the file writes it: what it does not set comes from its parent (route-inheritance.ts). */
+export type RouteDefinitionInput = Static<typeof RouteDefinitionSchema>;
+
+/**
+ * A route as every room sees it, its parent's keys taken (route-inheritance.ts): `auth` and
+ * `cache` always set, and `pathMap`, the prefix its target's path is rewritten from and to.
+ */
+export type RouteDefinition = Omit<RouteDefinitionInput, 'auth' | 'cache'> & {
+  auth: 'required' | 'none';
+  cache: boolean;
+  /** Set from `stripPrefix` or `rewrite`, the route's own or its parent's (with the parent's prefix). */
+  pathMap?: PathMap;
+};
 
 /**
  * The resource service on this host: HTTPS (mutual TLS, `proxy.upstreamTls`) unless
@@ -209,17 +238,35 @@ export function createRouteDefinitionsSchema(env: NodeJS.ProcessEnv) {
   });
 }
 
-/** Semantic checks the schema cannot express; each message is `path: problem`. */
-export function checkRouteDefinitions(routes: readonly RouteDefinition[]): string[] {
+/**
+ * Semantic checks the schema cannot express, on the routes as written; each message is
+ * `path: problem`. A route's targets are checked where it names them, and its need of one
+ * after inheritance (route-inheritance.ts).
+ */
+export function checkRouteDefinitions(
+  routes: readonly RouteDefinitionInput[],
+  resolved: readonly RouteDefinition[],
+): string[] {
   const problems: string[] = [];
   const seen = new Set<string>();
   routes.forEach((route, index) => {
-    if (seen.has(route.prefix)) problems.push(`routes[${index}].prefix: duplicate prefix ${route.prefix}`);
-    seen.add(route.prefix);
+    const at = `routes[${index}]`;
+    const key = matchKey(route.prefix, route);
+    if (seen.has(key))
+      problems.push(
+        hasMatchConditions(route)
+          ? `${at}: duplicate route: another of prefix ${route.prefix} has the same methods, hosts and headers`
+          : `${at}.prefix: duplicate prefix ${route.prefix}`,
+      );
+    seen.add(key);
     if (route.deprecation !== undefined)
-      problems.push(...checkDeprecation(route.deprecation, `routes[${index}].deprecation`));
-    if (route.cors !== undefined) problems.push(...checkCorsDefinition(route.cors, `routes[${index}].cors`));
-    problems.push(...checkRouteUpstreams(route, `routes[${index}]`));
+      problems.push(...checkDeprecation(route.deprecation, `${at}.deprecation`));
+    if (route.cors !== undefined) problems.push(...checkCorsDefinition(route.cors, `${at}.cors`));
+    problems.push(...checkRouteMatch(route, at), ...checkRouteRewrite(route, at));
+    const ownsTargets = route.upstream !== undefined || route.upstreams !== undefined;
+    if (ownsTargets) problems.push(...checkRouteUpstreams(route, at));
+    else if (routeTargets(resolved[index] as RouteDefinition).length === 0)
+      problems.push(`${at}: needs exactly one of upstream and upstreams, or a parent route that has one`);
   });
   return problems;
 }
