@@ -78,7 +78,8 @@ describe('gateway config', () => {
       ['default', 'principal', 600],
       ['order-writes', 'customer', 30],
     ]);
-    expect(config.rateLimits.authFailures).toEqual({ limit: 20, window: '60s' });
+    // newCredentials: the budget of new credentials verified once the limit is reached (7f02c50).
+    expect(config.rateLimits.authFailures).toEqual({ limit: 20, window: '60s', newCredentials: 600 });
   });
 
   it('reports every bad rate-limit key by its path', () => {
