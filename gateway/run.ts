@@ -17,7 +17,8 @@ import {
 } from '../shared/redis.ts';
 import { loadConfig } from './config/load.ts';
 import type { GatewayConfig } from './config/schema/gateway.ts';
-import { watchConfigFile } from './config/reload.ts';
+import { configVersion, watchConfigFile, type ReloadResult } from './config/reload.ts';
+import { createConfigMetrics } from './observability/config-metrics.ts';
 import { startGateway, type Gateway } from './start.ts';
 import { createWorkerMetrics, isWorker } from './workers.ts';
 import { readGatewayEnvironment } from './environment.ts';
@@ -54,6 +55,8 @@ export async function runGateway(env: NodeJS.ProcessEnv, log: Logger): Promise<R
     if (redis !== undefined) lifecycle.defer('redis', async () => void (await redis.quit()));
     const devCertificate = hasCertificate ? undefined : await ensureDevCertificate(dataDir);
     const workerMetrics = isWorker() ? createWorkerMetrics() : undefined;
+    // Bound once the watcher exists, after the gateway (its apply reconfigures the gateway).
+    let reloadConfig: (() => ReloadResult) | undefined;
     const gateway = await startGateway(config, {
       log,
       port: settings.port,
@@ -68,6 +71,7 @@ export async function runGateway(env: NodeJS.ProcessEnv, log: Logger): Promise<R
       assertionKeys: loadAssertionKeys(env, dataDir),
       ...(devCertificate === undefined ? {} : { certificateFiles: devCertificate }),
       ...(workerMetrics === undefined ? {} : { metricsText: workerMetrics.text }),
+      reloadConfig: () => reloadConfig?.(),
     });
     workerMetrics?.share(gateway.metrics.registry);
     lifecycle.defer('gateway', () => gateway.close());
@@ -81,6 +85,10 @@ export async function runGateway(env: NodeJS.ProcessEnv, log: Logger): Promise<R
     );
 
     const configPath = env['PORTICO_CONFIG'];
+    const configMetrics = createConfigMetrics(
+      gateway.metrics.registry,
+      configPath === undefined || configPath === '' ? 'defaults' : configVersion(configPath),
+    );
     const reloader =
       configPath === undefined || configPath === ''
         ? undefined
@@ -88,8 +96,10 @@ export async function runGateway(env: NodeJS.ProcessEnv, log: Logger): Promise<R
             log,
             running: config,
             apply: (next) => gateway.reconfigureRateLimits(next.rateLimits),
+            onResult: (result) => configMetrics.reloaded(result.outcome, result.version),
           });
     if (reloader !== undefined) lifecycle.defer('config watcher', () => reloader.close());
+    if (reloader !== undefined) reloadConfig = () => reloader.reload('admin');
 
     return {
       gateway,

@@ -16,6 +16,8 @@ import { createDashboard } from './admin/dashboard.ts';
 import { loadDashboardAssets } from './admin/dashboard-assets.ts';
 import { checkHost, createAdminGuard, loadAdminToken } from './admin/purge-guard.ts';
 import { upstreamHealth } from './admin/upstream-health.ts';
+import { handleConfigReload } from './admin/config-reload.ts';
+import type { ReloadResult } from './config/reload.ts';
 import { createAdminServer } from './admin/server.ts';
 import type { AuditEntry } from './audit/audit-record.ts';
 import { buildGateway, type BuildDeps, type BuildOptions } from './build.ts';
@@ -41,6 +43,8 @@ export interface GatewayDeps extends BuildDeps {
   adminToken?: string;
   /** Certificate files when the config names none (the data dir's development certificate). */
   certificateFiles?: { certFile: string; keyFile: string };
+  /** What `POST /config/reload` runs: the config file's reload, or undefined without a file (run.ts). */
+  reloadConfig?: () => ReloadResult | undefined;
   /** What the admin `/metrics` answers instead of this process's own (GATEWAY_WORKERS: all workers). */
   metricsText?: () => Promise<string>;
 }
@@ -90,6 +94,7 @@ export async function startGateway(
       metrics: built.metrics,
       ...(deps.metricsText === undefined ? {} : { metricsText: deps.metricsText }),
       purge: (req, res) => handlePurge(built.cache, req, res, adminGuard),
+      reload: (req, res) => handleConfigReload(req, res, adminGuard, () => deps.reloadConfig?.()),
       log,
       draining: () => draining,
       checks: () => built.readinessChecks(),

@@ -27,6 +27,8 @@ export interface AdminDeps {
    * checks the admin token, Host, Origin and content type itself (admin/purge-guard.ts).
    */
   purge?: (req: IncomingMessage, res: ServerResponse) => boolean;
+  /** Answers POST /config/reload when it returns true, guarded like the purge (config-reload.ts). */
+  reload?: (req: IncomingMessage, res: ServerResponse) => boolean;
   checks: () => readonly ReadinessCheck[];
   draining: () => boolean;
   log: Logger;
@@ -59,7 +61,7 @@ export function createAdminServer(config: AdminConfig, deps: AdminDeps): Server 
       res.writeHead(status, { 'Content-Type': type, 'Cache-Control': 'no-store' });
       res.end(typeof body === 'string' ? body : JSON.stringify(body));
     };
-    if (deps.purge?.(req, res) === true) return;
+    if (deps.purge?.(req, res) === true || deps.reload?.(req, res) === true) return;
     const asset = deps.dashboard?.assets.get(path);
     const answer = answers[path];
     if (asset === undefined && answer === undefined) {

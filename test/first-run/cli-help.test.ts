@@ -54,6 +54,7 @@ const SCRIPTS = [
   'soak',
   'config-reference',
   'check',
+  'reload',
 ] as const;
 
 describe('--help', () => {

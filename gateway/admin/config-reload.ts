@@ -1,0 +1,40 @@
+/**
+ * `POST /config/reload` on the admin listener: reloads the config file now, as SIGHUP does, and
+ * answers what happened (`npm run -s reload` prints it and exits by it). It changes the
+ * gateway, so only a request the admin guard lets through (purge-guard.ts: token, own Host and
+ * Origin, JSON) reloads. 200 applied or unchanged, 422 refused (the running config stays),
+ * 409 when the gateway runs without a config file.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { HttpProblem, sendProblem } from '../../shared/errors.ts';
+import type { ReloadResult } from '../config/reload.ts';
+
+export const RELOAD_PATH = '/config/reload';
+
+/** Handles the request when it is for the reload path; returns false otherwise. */
+export function handleConfigReload(
+  req: IncomingMessage,
+  res: ServerResponse,
+  guard: (req: IncomingMessage) => HttpProblem | undefined,
+  reload: () => ReloadResult | undefined,
+): boolean {
+  if ((req.url ?? '/').split('?', 1)[0] !== RELOAD_PATH) return false;
+  req.resume();
+  if (req.method !== 'POST') {
+    sendProblem(
+      res,
+      new HttpProblem('ERR_METHOD_NOT_ALLOWED', 'the reload is a POST', { headers: { Allow: 'POST' } }),
+    );
+    return true;
+  }
+  const refused = guard(req);
+  if (refused !== undefined) {
+    sendProblem(res, refused);
+    return true;
+  }
+  const result = reload();
+  const status = result === undefined ? 409 : result.outcome === 'refused' ? 422 : 200;
+  res.writeHead(status, { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' });
+  res.end(JSON.stringify(result ?? { outcome: 'no config file', problems: ['PORTICO_CONFIG is not set'] }));
+  return true;
+}
