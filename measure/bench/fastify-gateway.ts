@@ -5,7 +5,8 @@
  * trust (ES256, `typ` at+jwt, issuer and audience), each verified token cached until it
  * expires; @fastify/rate-limit counting per subject in Redis through ioredis (limit 10^9,
  * never refuses); @fastify/http-proxy to the static upstream (undici, keep-alive); fastify's
- * request log (pino, two lines per request) to a file.
+ * request log (pino, two lines per request) to a file. With `bare`, @fastify/http-proxy alone
+ * (no authentication, limit or log): what the plugins above cost is the step between the two.
  *
  *   node measure/bench/fastify-gateway.ts '{"port": ..., "upstream": "http://...", ...}'
  */
@@ -26,6 +27,8 @@ export interface FastifyGatewayOptions {
   redisUrl: string;
   redisPrefix: string;
   logFile: string;
+  /** fastify and @fastify/http-proxy only. */
+  bare?: boolean;
 }
 
 // The part of fastify's API this peer uses. Loaded at run time, not imported: the bench's
@@ -50,7 +53,10 @@ const rateLimit = load('@fastify/rate-limit') as unknown;
 const httpProxy = load('@fastify/http-proxy') as unknown;
 
 const options = JSON.parse(process.argv[2] ?? '{}') as FastifyGatewayOptions;
-const keys = createLocalJWKSet(JSON.parse(readFileSync(options.jwksFile, 'utf8')) as JSONWebKeySet);
+/** The issuer's keys, read once when the first token is checked (the bare row never does). */
+let keys: ReturnType<typeof createLocalJWKSet> | undefined;
+const keySet = () =>
+  (keys ??= createLocalJWKSet(JSON.parse(readFileSync(options.jwksFile, 'utf8')) as JSONWebKeySet));
 
 /** Verified tokens: subject and expiry (ms), as a gateway would cache them. */
 const verified = new Map<string, { subject: string; expiresAt: number }>();
@@ -61,7 +67,7 @@ async function subjectOf(authorization: string | string[] | undefined): Promise<
   const cached = verified.get(token);
   if (cached !== undefined && cached.expiresAt > Date.now()) return cached.subject;
   try {
-    const { payload } = await jwtVerify(token, keys, {
+    const { payload } = await jwtVerify(token, keySet(), {
       issuer: DEV_ISSUER,
       audience: DEV_AUDIENCE,
       algorithms: ['ES256'],
@@ -76,27 +82,32 @@ async function subjectOf(authorization: string | string[] | undefined): Promise<
   }
 }
 
+/** Authentication, then the rate limit per verified subject: what a team would add first. */
+async function assemble(app: App): Promise<void> {
+  app.decorateRequest('subject', '');
+  // Registered before the rate limit's own hook: the limit counts per verified subject.
+  app.addHook('onRequest', async (request, reply) => {
+    const subject = await subjectOf(request.headers['authorization']);
+    if (subject === undefined) return reply.code(401).send({ error: 'unauthorized' });
+    request.subject = subject;
+    return undefined;
+  });
+  const redis = new Redis(options.redisUrl, { connectTimeout: 500, maxRetriesPerRequest: 1 });
+  await app.register(rateLimit, {
+    global: true,
+    max: 1_000_000_000,
+    timeWindow: 60_000,
+    redis,
+    nameSpace: options.redisPrefix,
+    keyGenerator: (request: Request) => request.subject,
+  });
+}
+
 const app = fastify({
   https: { ...TLS_OPTIONS, cert: readFileSync(options.certFile), key: readFileSync(options.keyFile) },
-  logger: { level: 'info', file: options.logFile },
+  logger: options.bare === true ? false : { level: 'info', file: options.logFile },
 });
-app.decorateRequest('subject', '');
-// Registered before the rate limit's own hook: the limit counts per verified subject.
-app.addHook('onRequest', async (request, reply) => {
-  const subject = await subjectOf(request.headers['authorization']);
-  if (subject === undefined) return reply.code(401).send({ error: 'unauthorized' });
-  request.subject = subject;
-  return undefined;
-});
-const redis = new Redis(options.redisUrl, { connectTimeout: 500, maxRetriesPerRequest: 1 });
-await app.register(rateLimit, {
-  global: true,
-  max: 1_000_000_000,
-  timeWindow: 60_000,
-  redis,
-  nameSpace: options.redisPrefix,
-  keyGenerator: (request: Request) => request.subject,
-});
+if (options.bare !== true) await assemble(app);
 await app.register(httpProxy, { upstream: options.upstream, prefix: '/v1', rewritePrefix: '/v1' });
 await app.listen({ port: options.port, host: '127.0.0.1' });
 process.once('SIGTERM', () => process.exit(0));

@@ -21,6 +21,7 @@ export const FIELD = {
   nginx: 'nginx, keep-alive upstream, no access log',
   nginxLog: 'nginx, access log on',
   nginxHit: 'nginx, proxy_cache hit',
+  fastifyBare: 'fastify bare: @fastify/http-proxy only',
   fastify: 'fastify assembled: JWT, Redis limit, pino log',
   fixedFloor: 'node:https fixed answer (hit floor)',
   relayFloor: 'node:https + undici relay (miss floor)',
@@ -73,6 +74,34 @@ function fastifyVersion(): string {
   }
 }
 
+/** The fastify gateway (fastify-gateway.ts), assembled or bare. */
+function startFastify(
+  context: FieldContext,
+  port: number,
+  bare: boolean,
+): ChildProcess | { missing: string } {
+  if (fastifyVersion() === 'not installed') return { missing: 'fastify not installed (npm install)' };
+  const { dir, files } = context;
+  // The issuer whose token every row sends; its public keys are what fastify trusts.
+  loadOrCreateDevIssuer(dir);
+  const options: FastifyGatewayOptions = {
+    port,
+    upstream: context.staticUrl,
+    certFile: files.certFile,
+    keyFile: files.keyFile,
+    jwksFile: join(dir, 'dev-issuer', 'jwks.json'),
+    redisUrl: context.redisUrl,
+    redisPrefix: `${context.redisPrefix}fastify:`,
+    logFile: join(dir, 'fastify-access.log'),
+    bare,
+  };
+  const name = bare ? 'fastify-bare' : 'fastify';
+  return startNode([join(ROOT, 'measure/bench/fastify-gateway.ts'), JSON.stringify(options)], {
+    cpu: context.placement.measured,
+    logFile: join(dir, `${name}.stderr`),
+  });
+}
+
 function specs(context: FieldContext, nginx: ReturnType<typeof findNginx>): Spec[] {
   const { placement, dir, files, staticUrl } = context;
   const node = (name: string, args: string[]) =>
@@ -95,24 +124,14 @@ function specs(context: FieldContext, nginx: ReturnType<typeof findNginx>): Spec
       start: nginxRow('cache'),
     },
     {
+      name: FIELD.fastifyBare,
+      note: 'fastify + @fastify/http-proxy (undici): no authentication, limit or log',
+      start: (port) => startFastify(context, port, true),
+    },
+    {
       name: FIELD.fastify,
       note: 'fastify + jose (cached) + @fastify/rate-limit on Redis + @fastify/http-proxy + pino file log',
-      start(port) {
-        if (fastifyVersion() === 'not installed') return { missing: 'fastify not installed (npm install)' };
-        // The issuer whose token every row sends; its public keys are what fastify trusts.
-        loadOrCreateDevIssuer(dir);
-        const options: FastifyGatewayOptions = {
-          port,
-          upstream: staticUrl,
-          certFile: files.certFile,
-          keyFile: files.keyFile,
-          jwksFile: join(dir, 'dev-issuer', 'jwks.json'),
-          redisUrl: context.redisUrl,
-          redisPrefix: `${context.redisPrefix}fastify:`,
-          logFile: join(dir, 'fastify-access.log'),
-        };
-        return node('fastify', [join(ROOT, 'measure/bench/fastify-gateway.ts'), JSON.stringify(options)]);
-      },
+      start: (port) => startFastify(context, port, false),
     },
     {
       name: FIELD.fixedFloor,

@@ -414,6 +414,7 @@ export function childLogNames(): string[] {
     'workers1',
     'workers2',
     'fastify',
+    'fastify-bare',
     'node-fixed',
     'node-relay',
     'nginx-plain',

@@ -26,6 +26,7 @@ const LEGEND = `  The field runs on the cost ladder's static upstream, pinned to
                    one master and one worker, keep-alive to the client (no 1000-request limit) and a pool
                    of 128 idle connections upstream; "access log on" writes the combined line, unbuffered;
                    "proxy_cache hit" stores the static answer (its no-cache ignored) and serves it.
+  fastify bare     fastify 5 + @fastify/http-proxy alone: the step to the assembled row is its plugins.
   fastify          fastify 5 + jose verifying the same token (ES256, issuer, audience, typ; cached until
                    it expires) + @fastify/rate-limit per subject on Redis (ioredis) + @fastify/http-proxy
                    (undici) + fastify's pino request log (two lines per request) to a file.
