@@ -94,10 +94,7 @@ export function createJwtVerifier(options: JwtVerifierOptions) {
     } catch {
       return invalid('malformed token');
     }
-    // The other S of a signature verified before is that token: the cache keys both by the
-    // low-S form (jws-spelling.ts).
-    const lowS = typeof header.alg === 'string' && cache !== undefined ? lowSForm(token, header.alg) : token;
-    const lowSHash = lowS === token ? hash : digest('sha256', lowS, 'base64url');
+    const lowSHash = cache === undefined ? hash : lowSKey(token, header, hash);
     const sameToken = lowSHash === hash ? undefined : fromCache(lowSHash);
     if (sameToken !== undefined) return { ok: true, principal: sameToken, cacheHit: true };
     if (KEY_REFERENCES.some((member) => member in header)) {
@@ -166,6 +163,16 @@ export function createJwtVerifier(options: JwtVerifierOptions) {
 }
 
 export type JwtVerifier = ReturnType<typeof createJwtVerifier>;
+
+/**
+ * The cache key of the token's low-S form: the other S of a signature verified before is that
+ * token, and the cache keys both (jws-spelling.ts). `hash` itself for any other token.
+ */
+function lowSKey(token: string, header: ProtectedHeaderParameters, hash: string): string {
+  if (typeof header.alg !== 'string') return hash;
+  const lowS = lowSForm(token, header.alg);
+  return lowS === token ? hash : digest('sha256', lowS, 'base64url');
+}
 
 /** jose's errors, as descriptions safe to send back: they name the check, never the token. */
 function describeJoseError(error: unknown): string {

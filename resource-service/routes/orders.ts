@@ -5,10 +5,9 @@
  */
 import type { ServerResponse } from 'node:http';
 import { CACHE_INVALIDATES, formatInvalidates } from '../../shared/cache-headers.ts';
-import { HttpProblem, validationProblem } from '../../shared/errors.ts';
 import { CUSTOMER_ID_PATTERN, isAdmin } from '../../shared/principal.ts';
 import type { Db } from '../data/db.ts';
-import { runIdempotent, type IdempotentResult } from '../data/idempotency.ts';
+import { runIdempotent } from '../data/idempotency.ts';
 import * as orders from '../data/orders.ts';
 import type { OrderRow } from '../data/orders.ts';
 import {
@@ -46,6 +45,7 @@ import { notFound, ownerScope, uuidParam } from './context.ts';
 import type { RouteContext } from './context.ts';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../model/limits.ts';
 import { cursorBinding, sendPage } from './list.ts';
+import { asItIsNow, withPayableItems } from './order-writes.ts';
 import { orderEtag, toOrder } from './representations.ts';
 import type { OperationDoc, Resource } from './route.ts';
 
@@ -57,25 +57,6 @@ const validateInputShape = createValidator(OrderInput, [...ORDER_READ_ONLY_FIELD
 const validatePatchShape = createValidator(OrderPatch, [...ORDER_READ_ONLY_FIELDS]);
 const validateOrderInput = (body: unknown) => withPayableItems(validateInputShape(body));
 const validatePatch = (body: unknown) => withPayableItems(validatePatchShape(body));
-
-/**
- * Items whose total is 0 make an order that can never be paid (a payment is at least 1 minor
- * unit), so never shipped: refused wherever items are set. A free item beside priced ones is fine.
- */
-function withPayableItems<T extends { items?: readonly { quantity: number; unit_price: number }[] }>(
-  input: T,
-): T {
-  const items = input.items;
-  if (items !== undefined && items.every((item) => item.unit_price === 0)) {
-    throw validationProblem([
-      {
-        pointer: '#/items',
-        detail: 'the order total must be above 0: an order of free items cannot be paid',
-      },
-    ]);
-  }
-  return input;
-}
 
 const listParametersSpec = {
   limit: integerBetween(1, MAX_PAGE_SIZE),
@@ -158,29 +139,6 @@ async function createOrder(req: ServiceRequest, res: ServerResponse, ctx: RouteC
     },
   );
   sendIdempotentResult(res, result.replayed ? await asItIsNow(ctx, req, result) : result);
-}
-
-/**
- * A replay repeats the outcome of the first request (201, the order's Location) with the order
- * as it is now: the stored body and ETag describe a state that may be gone (cancelled, items
- * replaced), and a client would act on them (If-Match) or a cache store them. An order deleted
- * since is a 404 saying so, still marked as a replay: the order was created, and is no more.
- */
-async function asItIsNow(
-  ctx: RouteContext,
-  req: ServiceRequest,
-  result: IdempotentResult,
-): Promise<IdempotentResult> {
-  const id = (result.response.body as { id?: unknown }).id;
-  if (typeof id !== 'string') return result;
-  const row = await orders.findOrder(ctx.sql, id, ownerScope(req.principal));
-  if (row === undefined) {
-    throw new HttpProblem('ERR_NOT_FOUND', 'The order this Idempotency-Key created has been deleted since', {
-      headers: { 'Idempotent-Replayed': 'true' },
-    });
-  }
-  const headers = { ...result.response.headers, ETag: orderEtag(row) };
-  return { replayed: true, response: { ...result.response, headers, body: toOrder(row) } };
 }
 
 async function getOrder(req: ServiceRequest, res: ServerResponse, ctx: RouteContext): Promise<void> {
