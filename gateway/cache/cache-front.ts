@@ -125,8 +125,8 @@ export class CacheFront {
     if (response === undefined) return;
     // 4.4: a non-error status means the state changed; unknown methods count as unsafe.
     if (response.status >= 200 && response.status < 400) {
-      const { path, target, headers } = exchange;
-      await this.#cache.invalidate(invalidationTargets(path, target, headers.host, response.headers));
+      const { path, target, authority } = exchange;
+      await this.#cache.invalidate(invalidationTargets(path, target, authority, response.headers));
       exchange.fact('invalidated');
     } else exchange.fact('bypass');
     finish(exchange, exchange.cacheable ? { fwd: 'method' } : { fwd: 'bypass', detail: 'route' });

@@ -52,6 +52,9 @@ class ContextExchange implements Exchange {
   get path(): string {
     return this.#ctx.path;
   }
+  get authority(): string {
+    return this.#ctx.upstream.authority;
+  }
   get headers(): IncomingHttpHeaders {
     this.#headers ??= selectingFields(this.#ctx);
     return this.#headers;

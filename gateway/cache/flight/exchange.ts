@@ -22,6 +22,12 @@ export interface Exchange {
   readonly target: string;
   /** Path without the query. */
   readonly path: string;
+  /**
+   * The authority the request names and the gateway forwards upstream: an absolute-form
+   * target's, else Host's (RFC 9112 section 3.2.2). The key holds this one, never the Host
+   * field beside an absolute-form target, since the upstream may build the answer from it.
+   */
+  readonly authority: string;
   /** The client's own headers: its conditions are answered from them. */
   readonly headers: IncomingHttpHeaders;
   readonly principal: Principal | undefined;

@@ -28,6 +28,8 @@ export interface RequestInit {
   target: string;
   /** Path without the query. */
   path: string;
+  /** The authority the gateway forwards upstream (an absolute-form target's, else Host's). */
+  authority: string;
   /** The client's own headers, never edited: its conditions are answered from them. */
   headers: IncomingHttpHeaders;
   principal?: Principal | undefined;
@@ -54,7 +56,7 @@ class DescribedRequest implements CacheRequest {
 
   constructor(init: RequestInit, caller: Caller) {
     this.method = init.method;
-    this.authority = normalAuthority(init.headers.host);
+    this.authority = normalAuthority(init.authority);
     this.target = init.target;
     this.path = init.path;
     this.headers = init.headers;
@@ -69,9 +71,9 @@ class DescribedRequest implements CacheRequest {
 }
 
 /**
- * The client's Host (HTTP/2: :authority, copied to host at the edge), as the key holds it: the
- * same origin under one spelling (RFC 3986 section 6.2.2.1: the host is case-insensitive;
- * 6.2.3: a default port is the same as none). The gateway forwards this authority upstream
+ * The authority the client named (an absolute-form target's, else Host, or HTTP/2's :authority
+ * copied to host at the edge), as the key holds it: the same origin under one spelling (RFC
+ * 3986 section 6.2.2.1: the host is case-insensitive; 6.2.3: a default port is the same as none). The gateway forwards this authority upstream
  * (X-Forwarded-Host, Forwarded: host=), where it may shape the answer, so the key holds it.
  */
 export function normalAuthority(host: string | undefined): string {

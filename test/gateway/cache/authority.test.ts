@@ -4,11 +4,25 @@
  * X-Forwarded-Host and Forwarded: an answer built from it must never reach a client that
  * addressed another authority. From the attacker's side, over real sockets.
  */
+import { connect } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startCacheGateway, type CacheGateway } from './support/cache-gateway.ts';
 import { startOrigin, type TestOrigin } from './support/origin.ts';
 
 let origin: TestOrigin;
+
+/** One raw HTTP/1.1 exchange, for request forms an HTTP client library will not send. */
+function rawGet(url: string, head: string): Promise<string> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.write(head));
+    let answer = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => (answer += chunk));
+    socket.on('end', () => resolve(answer));
+    socket.on('error', reject);
+  });
+}
 let gateway: CacheGateway;
 
 beforeEach(async () => {
@@ -33,6 +47,20 @@ describe('cache key and authority', () => {
     expect(victim.body).not.toContain('evil.example');
     expect(victim.body).toContain('https://api.example.com/');
     expect(victim.headers['cache-status']).toMatch(/fwd=uri-miss/);
+    expect(origin.count('/v1/things/1')).toBe(2);
+  });
+
+  it('keys an absolute-form target by the authority it names, the one forwarded, not by Host', async () => {
+    // RFC 9112 section 3.2.2: the target's authority takes the place of Host, and is what the
+    // gateway forwards; a Host naming the victim's authority must not put the answer there.
+    const poisoned = await rawGet(
+      gateway.url,
+      'GET https://evil.example/v1/things/1 HTTP/1.1\r\nHost: api.example.com\r\nConnection: close\r\n\r\n',
+    );
+    expect(poisoned).toContain('https://evil.example/');
+    const victim = await gateway.get('/v1/things/1', { host: 'api.example.com' });
+    expect(victim.body).not.toContain('evil.example');
+    expect(victim.body).toContain('https://api.example.com/');
     expect(origin.count('/v1/things/1')).toBe(2);
   });
 
