@@ -13,6 +13,7 @@ import { checkAuthConfig } from './schema/identity.ts';
 import { checkListenerConfig } from './schema/listener.ts';
 import { checkRateLimitsConfig } from './schema/rate-limit.ts';
 import { resolveRouteInheritance } from './schema/route-inheritance.ts';
+import { checkRouteRateLimits } from './schema/route-rate-limits.ts';
 import { checkRouteDefinitions, type RouteDefinitionInput } from './schema/routes.ts';
 import { checkTracingConfig } from './schema/tracing.ts';
 import { checkProxyConfig } from './schema/upstream.ts';
@@ -144,7 +145,9 @@ function crossFieldProblems(config: GatewayConfig, schemaErrors: readonly ErrorO
       'routes',
       () => {
         const routes = config.routes as readonly RouteDefinitionInput[];
-        return checkRouteDefinitions(routes, resolveRouteInheritance(routes));
+        const problems = checkRouteDefinitions(routes, resolveRouteInheritance(routes));
+        if (broken.has('rateLimits')) return problems;
+        return [...problems, ...checkRouteRateLimits(routes, config.rateLimits.policies)];
       },
     ],
     // The identity checks speak JSON pointers; operators read `auth.jwt.issuer`.

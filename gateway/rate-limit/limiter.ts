@@ -26,6 +26,8 @@ export interface RateLimitSubject {
   path: string;
   clientIp: string;
   principal?: Principal | undefined;
+  /** The policies of `scope: route` the request's route names (its `rateLimits`). */
+  routePolicies?: readonly string[] | undefined;
 }
 
 export type { LimitedDecision, PolicyOutcome } from './outcomes.ts';
@@ -102,6 +104,7 @@ function callerOf(subject: RateLimitSubject, address: string): string {
 }
 
 function matches(policy: RateLimitPolicyConfig, subject: RateLimitSubject): boolean {
+  if (policy.scope === 'route' && subject.routePolicies?.includes(policy.name) !== true) return false;
   const match = policy.match;
   if (match === undefined) return true;
   if (match.methods !== undefined && !match.methods.includes(subject.method)) return false;

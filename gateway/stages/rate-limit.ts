@@ -39,6 +39,7 @@ export class RateLimitGate {
       path: ctx.path,
       clientIp: ctx.upstream.clientIp,
       principal: ctx.upstream.principal,
+      routePolicies: ctx.upstream.route?.rateLimits,
     });
   }
 

@@ -34,6 +34,14 @@ export const RateLimitPolicyConfigSchema = Type.Object(
       description:
         'What is counted: the authenticated principal (for requests without one, on `auth: none` routes, the client address), its customer (all its tokens and keys together), the API key (only requests made with one), or the client address.',
     }),
+    scope: Type.Optional(
+      Type.Unsafe<'all' | 'route'>({
+        type: 'string',
+        enum: ['all', 'route'],
+        description:
+          '`all` (the default): every request `match` takes. `route`: only the requests of routes that name the policy in their `rateLimits` (and `match` still narrows); a per-route limit by reference.',
+      }),
+    ),
     limit: Type.Integer({ minimum: 1, maximum: 1_000_000_000, description: 'Requests allowed per window.' }),
     window: Duration('Length of the fixed window.', '60s'),
     match: Type.Optional(

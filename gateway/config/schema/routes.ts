@@ -158,7 +158,7 @@ export const RouteDefinitionSchema = Type.Object(
     inherit: Type.Optional(
       Type.Boolean({
         description:
-          'Default `true`: whether the route takes the keys it does not set (upstream, auth, cache, cors, deprecation, stripPrefix/rewrite) ' +
+          'Default `true`: whether the route takes the keys it does not set (upstream, auth, cache, cors, deprecation, rateLimits, stripPrefix/rewrite) ' +
           'from its parent, the route of the longest prefix enclosing its own that has no `methods`, `hosts` or `headers`. ' +
           '`false`: the defaults instead (docs/configuration.md, "Routes").',
       }),
@@ -189,6 +189,13 @@ export const RouteDefinitionSchema = Type.Object(
     ),
     deprecation: Type.Optional(DeprecationSchema),
     cors: Type.Optional(CorsDefinitionSchema),
+    rateLimits: Type.Optional(
+      Type.Array(Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' }), {
+        uniqueItems: true,
+        description:
+          "Names of `rateLimits.policies` of `scope: route` that count this route's requests, besides the policies of `scope: all`; the parent's when unset, `[]` for none.",
+      }),
+    ),
   },
   { additionalProperties: false },
 );

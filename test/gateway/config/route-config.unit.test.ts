@@ -106,3 +106,37 @@ describe('route keys, refused one line each', () => {
     ).toEqual(['routes[1]: duplicate route: another of prefix /a has the same methods, hosts and headers']);
   });
 });
+
+describe('per-route limits by reference', () => {
+  const policies = [
+    { name: 'everyone', limit: 100, window: '60s' },
+    { name: 'reports', scope: 'route', limit: 2, window: '60s' },
+  ];
+  const problems = (routes: unknown[], list: unknown[] = policies) => {
+    try {
+      parseConfig({ routes, rateLimits: { policies: list } });
+    } catch (error) {
+      return (error as ConfigError).problems;
+    }
+    return [];
+  };
+
+  it('a child takes its parent list; a named route policy is accepted', () => {
+    const { config } = parseConfig({
+      routes: [
+        { prefix: '/r', upstream: UP, rateLimits: ['reports'] },
+        { prefix: '/r/x', cache: true },
+      ],
+      rateLimits: { policies },
+    });
+    expect(config.routes[1]?.rateLimits).toEqual(['reports']);
+  });
+
+  it('refuses an unknown name, a policy of scope all, and a route policy no route names', () => {
+    expect(problems([{ prefix: '/r', upstream: UP, rateLimits: ['nope', 'everyone'] }])).toEqual([
+      'routes[0].rateLimits[0]: no policy named "nope" in rateLimits.policies',
+      'routes[0].rateLimits[1]: policy "everyone" counts every request already; give it scope: route',
+      'rateLimits.policies[1].scope: no route names "reports" in its rateLimits',
+    ]);
+  });
+});
