@@ -18,7 +18,7 @@ import {
 import { loadConfig } from './config/load.ts';
 import type { GatewayConfig } from './config/schema/gateway.ts';
 import { configVersion, watchConfigFile, type ReloadResult } from './config/reload.ts';
-import { createConfigMetrics } from './observability/config-metrics.ts';
+import { createConfigMetrics, type ConfigMetrics } from './observability/config-metrics.ts';
 import { startGateway, type Gateway } from './start.ts';
 import { createWorkerMetrics, isWorker } from './workers.ts';
 import { readGatewayEnvironment } from './environment.ts';
@@ -57,6 +57,8 @@ export async function runGateway(env: NodeJS.ProcessEnv, log: Logger): Promise<R
     const workerMetrics = isWorker() ? createWorkerMetrics() : undefined;
     // Bound once the watcher exists, after the gateway (its apply reconfigures the gateway).
     let reloadConfig: (() => ReloadResult) | undefined;
+    // Made once the gateway's registry exists; the dashboard may ask before (then: nothing yet).
+    const late: { configMetrics?: ConfigMetrics } = {};
     const gateway = await startGateway(config, {
       log,
       port: settings.port,
@@ -72,6 +74,7 @@ export async function runGateway(env: NodeJS.ProcessEnv, log: Logger): Promise<R
       ...(devCertificate === undefined ? {} : { certificateFiles: devCertificate }),
       ...(workerMetrics === undefined ? {} : { metricsText: workerMetrics.text }),
       reloadConfig: () => reloadConfig?.(),
+      configState: () => late.configMetrics?.state(),
     });
     workerMetrics?.share(gateway.metrics.registry);
     lifecycle.defer('gateway', () => gateway.close());
@@ -89,6 +92,7 @@ export async function runGateway(env: NodeJS.ProcessEnv, log: Logger): Promise<R
       gateway.metrics.registry,
       configPath === undefined || configPath === '' ? 'defaults' : configVersion(configPath),
     );
+    late.configMetrics = configMetrics;
     const reloader =
       configPath === undefined || configPath === ''
         ? undefined

@@ -18,6 +18,7 @@ import { checkHost, createAdminGuard, loadAdminToken } from './admin/purge-guard
 import { upstreamHealth } from './admin/upstream-health.ts';
 import { handleConfigReload } from './admin/config-reload.ts';
 import type { ReloadResult } from './config/reload.ts';
+import type { ConfigState } from './observability/config-metrics.ts';
 import { createAdminServer } from './admin/server.ts';
 import type { AuditEntry } from './audit/audit-record.ts';
 import { buildGateway, type BuildDeps, type BuildOptions } from './build.ts';
@@ -45,6 +46,8 @@ export interface GatewayDeps extends BuildDeps {
   certificateFiles?: { certFile: string; keyFile: string };
   /** What `POST /config/reload` runs: the config file's reload, or undefined without a file (run.ts). */
   reloadConfig?: () => ReloadResult | undefined;
+  /** The config version running and the last reload, for the dashboard (run.ts). */
+  configState?: () => ConfigState | undefined;
   /** What the admin `/metrics` answers instead of this process's own (GATEWAY_WORKERS: all workers). */
   metricsText?: () => Promise<string>;
 }
@@ -107,6 +110,7 @@ export async function startGateway(
           limiter: built.limiter,
           cache: built.cache,
           upstreamHealth: upstreamHealth(built.upstreams, config.routes),
+          configState: () => deps.configState?.(),
         }),
       },
       hostGuard: (req) => checkHost(req, adminHost, config.admin.allowedHosts),

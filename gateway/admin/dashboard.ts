@@ -12,6 +12,7 @@ import type { RateLimiterStatus } from '../rate-limit/limiter.ts';
 import type { RouteDefinition } from '../config/schema/routes.ts';
 import type { ReadinessReport } from './readiness.ts';
 import { createTrafficWindow, type RouteTraffic, type TrafficView } from './traffic-window.ts';
+import type { ConfigState } from '../observability/config-metrics.ts';
 
 export interface CheckResult {
   name: string;
@@ -30,6 +31,8 @@ export interface DashboardDeps {
   cache: { stats(): CacheStats };
   /** Health beyond readiness: each upstream's own `/healthz` (the service's checks PostgreSQL). */
   upstreamHealth?: (timeoutMs: number) => Promise<CheckResult[]>;
+  /** The config file version running and the last reload's result (run.ts). */
+  configState?: () => ConfigState | undefined;
 }
 
 export interface DashboardSnapshot {
@@ -39,6 +42,8 @@ export interface DashboardSnapshot {
   /** Ready, with a dependency failing that does not stop it serving (readiness.ts). */
   degraded: boolean;
   health: CheckResult[];
+  /** Absent for a gateway started without run.ts (tests). */
+  config?: ConfigState | undefined;
   routes: {
     prefix: string;
     /** Origins the route forwards to. */
@@ -84,6 +89,7 @@ export function createDashboard(deps: DashboardDeps): Dashboard {
         ready: !draining && report.ready,
         degraded: !draining && report.degraded,
         health: [...report.checks, ...upstreamHealth],
+        config: deps.configState?.(),
         // Named fields only: a route key added later is not shown until someone decides it may be.
         routes: deps.routes.map((route) => ({
           prefix: route.prefix,

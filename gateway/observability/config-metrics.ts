@@ -5,7 +5,14 @@
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
 
+/** The config running and the last reload, as the dashboard shows them. */
+export interface ConfigState {
+  version: string;
+  lastReload?: { outcome: 'applied' | 'unchanged' | 'refused'; version: string; at: string };
+}
+
 export interface ConfigMetrics {
+  state(): ConfigState;
   /** The version now running (replaces the previous one). */
   running(version: string): void;
   /** A reload's outcome; the version runs when it was applied. */
@@ -35,15 +42,19 @@ export function createConfigMetrics(registry: Registry, startVersion: string): C
     help: 'When the last reload was tried (Unix seconds).',
     registers: [registry],
   });
+  const state: ConfigState = { version: startVersion };
   const running = (version: string) => {
     info.reset();
     info.set({ version }, 1);
+    state.version = version;
   };
   running(startVersion);
   lastSuccess.set(1);
   return {
+    state: () => structuredClone(state),
     running,
     reloaded(outcome, version) {
+      state.lastReload = { outcome, version, at: new Date().toISOString() };
       reloads.inc({ result: outcome });
       lastSuccess.set(outcome === 'refused' ? 0 : 1);
       lastTime.set(Date.now() / 1000);

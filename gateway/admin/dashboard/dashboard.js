@@ -148,6 +148,13 @@ function showState(snapshot) {
     state.className = snapshot.ready ? (snapshot.degraded ? 'badge warn' : 'badge ok') : 'badge bad';
   }
   byId('draining').textContent = snapshot.draining ? 'yes' : 'no';
+  // The file version running (its digest) and how the last reload went (npm run -s reload, SIGHUP).
+  const config = snapshot.config;
+  byId('config-version').textContent = config === undefined ? '–' : config.version;
+  byId('config-reload').textContent =
+    config?.lastReload === undefined
+      ? 'no reload since the start'
+      : `last reload ${config.lastReload.outcome} (${config.lastReload.version}) at ${new Date(config.lastReload.at).toLocaleTimeString()}`;
   byId('updated').textContent = `updated ${new Date(snapshot.generatedAt).toLocaleTimeString()}`;
 }
 

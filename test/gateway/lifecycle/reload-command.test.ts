@@ -76,6 +76,13 @@ describe('npm run -s reload', () => {
     expect(text).toContain('portico_config_last_reload_success 0');
     expect(text).toMatch(/portico_config_reloads_total\{result="refused"\} [1-9]/);
     expect(text).toContain(`portico_config_info{version="${version(running)}"} 1`);
+    // The dashboard says the same: the version running, the last reload refused.
+    const snapshot = (await (
+      await request(`http://127.0.0.1:${gw.adminPort}/dashboard.json`)
+    ).body.json()) as {
+      config?: { version: string; lastReload?: { outcome: string } };
+    };
+    expect(snapshot.config).toMatchObject({ version: version(running), lastReload: { outcome: 'refused' } });
   });
 
   it('a wrong admin token is not done (exit 1); an argument is a usage error (2)', async () => {
