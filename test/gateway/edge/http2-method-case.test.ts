@@ -7,27 +7,13 @@
  * is now a 501 problem, before routing, limits or the cache see it.
  */
 import { connect } from 'node:http2';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import {
-  startRecordingUpstream,
-  startTestGateway,
-  type RecordingUpstream,
-  type TestGateway,
-} from '../support/harness.ts';
+import { expect, it } from 'vitest';
+import { useRecordingGateway } from '../support/harness.ts';
 
-let upstream: RecordingUpstream;
-let gw: TestGateway;
-beforeAll(async () => {
-  upstream = await startRecordingUpstream();
-  gw = await startTestGateway(upstream.url);
-});
-afterAll(async () => {
-  await gw?.close();
-  await upstream?.close();
-});
+const running = useRecordingGateway();
 
 async function h2(method: string, path: string): Promise<{ status: number; type: unknown; body: string }> {
-  const session = connect(gw.origin, { ca: gw.certificate.cert });
+  const session = connect(running.gw.origin, { ca: running.gw.certificate.cert });
   try {
     const stream = session.request({ ':method': method, ':path': path }, { endStream: true });
     const headers = await new Promise<Record<string, unknown>>((resolve, reject) => {
@@ -47,12 +33,12 @@ async function h2(method: string, path: string): Promise<{ status: number; type:
 it.each(['post', 'Post', 'get', 'FROB'])(
   '%s over HTTP/2: a 501 problem, nothing forwarded',
   async (method) => {
-    const before = upstream.records.length;
+    const before = running.upstream.records.length;
     const answer = await h2(method, `/v1/method-${method}`);
     expect(answer.status).toBe(501);
     expect(answer.type).toBe('application/problem+json');
     expect(JSON.parse(answer.body)).toMatchObject({ status: 501, code: 'ERR_METHOD_NOT_IMPLEMENTED' });
-    expect(upstream.records.length).toBe(before);
+    expect(running.upstream.records.length).toBe(before);
   },
 );
 

@@ -5,30 +5,15 @@
  * would hand the client the request as the gateway sent it, its signed identity assertion
  * included (cross-site tracing).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  rawRequest,
-  startRecordingUpstream,
-  startTestGateway,
-  type RecordingUpstream,
-  type TestGateway,
-} from '../support/harness.ts';
+import { describe, expect, it } from 'vitest';
+import { rawRequest, useRecordingGateway } from '../support/harness.ts';
 
-let upstream: RecordingUpstream;
-let gw: TestGateway;
-beforeAll(async () => {
-  upstream = await startRecordingUpstream();
-  gw = await startTestGateway(upstream.url);
-});
-afterAll(async () => {
-  await gw?.close();
-  await upstream?.close();
-});
+const running = useRecordingGateway();
 
 const send = (method: string, path: string, maxForwards?: string) =>
   rawRequest(
-    gw.port,
-    gw.certificate.cert,
+    running.gw.port,
+    running.gw.certificate.cert,
     `${method} ${path} HTTP/1.1\r\nHost: localhost\r\n` +
       (maxForwards === undefined ? '' : `Max-Forwards: ${maxForwards}\r\n`) +
       'Connection: close\r\n\r\n',
@@ -36,19 +21,19 @@ const send = (method: string, path: string, maxForwards?: string) =>
 
 describe('OPTIONS', () => {
   it('Max-Forwards: 0 is answered by the gateway: 200 with Allow, nothing forwarded', async () => {
-    const before = upstream.records.length;
+    const before = running.upstream.records.length;
     const response = await send('OPTIONS', '/v1/orders', '0');
     expect(response.status).toBe(200);
     expect(response.headers.allow).toBe('GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE');
     expect(response.headers['content-length']).toBe('0');
     expect(response.headers['x-request-id']).toBeDefined();
-    expect(upstream.records.length).toBe(before);
+    expect(running.upstream.records.length).toBe(before);
   });
 
   it('Max-Forwards: 3 goes on as 2', async () => {
     const response = await send('OPTIONS', '/v1/orders', '3');
     expect(response.status).toBe(200);
-    expect(upstream.records.at(-1)!.headers['max-forwards']).toBe('2');
+    expect(running.upstream.records.at(-1)!.headers['max-forwards']).toBe('2');
   });
 
   it('a Max-Forwards that is no number: 400 problem', async () => {
@@ -62,12 +47,12 @@ describe('TRACE', () => {
   it.each([undefined, '0', '5'])(
     'Max-Forwards %s: 405 problem with Allow, nothing forwarded',
     async (value) => {
-      const before = upstream.records.length;
+      const before = running.upstream.records.length;
       const response = await send('TRACE', '/v1/orders', value);
       expect(response.status).toBe(405);
       expect(response.headers.allow).toBe('GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE');
       expect(JSON.parse(response.body)).toMatchObject({ code: 'ERR_METHOD_NOT_ALLOWED' });
-      expect(upstream.records.length).toBe(before);
+      expect(running.upstream.records.length).toBe(before);
     },
   );
 });
@@ -76,6 +61,6 @@ describe('other methods', () => {
   it('GET with Max-Forwards: 0 is forwarded, the field unchanged', async () => {
     const response = await send('GET', '/v1/orders', '0');
     expect(response.status).toBe(200);
-    expect(upstream.records.at(-1)!.headers['max-forwards']).toBe('0');
+    expect(running.upstream.records.at(-1)!.headers['max-forwards']).toBe('0');
   });
 });

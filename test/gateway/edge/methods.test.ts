@@ -3,26 +3,11 @@
  * a 501 problem (it was Node's parser's 400), as it already was over HTTP/2; `OPTIONS *` asks
  * about the server itself and is answered by the gateway (it was a 400).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { closeSession, h2Request, h2Session } from '../support/h2-client.ts';
-import {
-  rawRequest,
-  startRecordingUpstream,
-  startTestGateway,
-  type RecordingUpstream,
-  type TestGateway,
-} from '../support/harness.ts';
+import { rawRequest, useRecordingGateway } from '../support/harness.ts';
 
-let upstream: RecordingUpstream;
-let gw: TestGateway;
-beforeAll(async () => {
-  upstream = await startRecordingUpstream();
-  gw = await startTestGateway(upstream.url);
-});
-afterAll(async () => {
-  await gw?.close();
-  await upstream?.close();
-});
+const running = useRecordingGateway();
 
 const ALLOW = 'GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE';
 const line = (method: string, target: string) =>
@@ -30,32 +15,40 @@ const line = (method: string, target: string) =>
 
 describe('unknown methods', () => {
   it.each(['FROB', 'BREW', 'get'])('%s: 501 problem, nothing forwarded', async (method) => {
-    const before = upstream.records.length;
-    const response = await rawRequest(gw.port, gw.certificate.cert, line(method, '/v1/orders'));
+    const before = running.upstream.records.length;
+    const response = await rawRequest(
+      running.gw.port,
+      running.gw.certificate.cert,
+      line(method, '/v1/orders'),
+    );
     expect(response.status).toBe(501);
     expect(response.headers['content-type']).toBe('application/problem+json');
     expect(JSON.parse(response.body)).toMatchObject({ status: 501, code: 'ERR_METHOD_NOT_IMPLEMENTED' });
-    expect(upstream.records.length).toBe(before);
+    expect(running.upstream.records.length).toBe(before);
   });
 
   it('bytes that are no request line stay a 400', async () => {
-    const response = await rawRequest(gw.port, gw.certificate.cert, '\x01\x02garbage\r\n\r\n');
+    const response = await rawRequest(
+      running.gw.port,
+      running.gw.certificate.cert,
+      '\x01\x02garbage\r\n\r\n',
+    );
     expect(response.status).toBe(400);
   });
 });
 
 describe('OPTIONS *', () => {
   it('HTTP/1.1: 200 with the methods the gateway serves, nothing forwarded', async () => {
-    const before = upstream.records.length;
-    const response = await rawRequest(gw.port, gw.certificate.cert, line('OPTIONS', '*'));
+    const before = running.upstream.records.length;
+    const response = await rawRequest(running.gw.port, running.gw.certificate.cert, line('OPTIONS', '*'));
     expect(response.status).toBe(200);
     expect(response.headers.allow).toBe(ALLOW);
     expect(response.headers['content-length']).toBe('0');
-    expect(upstream.records.length).toBe(before);
+    expect(running.upstream.records.length).toBe(before);
   });
 
   it('HTTP/2: the same', async () => {
-    const session = await h2Session(gw.port, gw.certificate.cert);
+    const session = await h2Session(running.gw.port, running.gw.certificate.cert);
     try {
       const response = await h2Request(session, { ':method': 'OPTIONS', ':path': '*' });
       expect(response.status).toBe(200);
@@ -66,7 +59,7 @@ describe('OPTIONS *', () => {
   });
 
   it('another method with *: 400', async () => {
-    const response = await rawRequest(gw.port, gw.certificate.cert, line('GET', '*'));
+    const response = await rawRequest(running.gw.port, running.gw.certificate.cert, line('GET', '*'));
     expect(response.status).toBe(400);
   });
 });

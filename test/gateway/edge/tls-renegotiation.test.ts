@@ -5,28 +5,18 @@
  * The edge refuses it; TLS 1.3 has no renegotiation at all.
  */
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRecordingUpstream, startTestGateway } from '../support/harness.ts';
-import type { RecordingUpstream, TestGateway } from '../support/harness.ts';
+import { describe, expect, it } from 'vitest';
+import { useRecordingGateway } from '../support/harness.ts';
 
-let upstream: RecordingUpstream;
-let gw: TestGateway;
-beforeAll(async () => {
-  upstream = await startRecordingUpstream();
-  gw = await startTestGateway(upstream.url);
-});
-afterAll(async () => {
-  await gw?.close();
-  await upstream?.close();
-});
+const running = useRecordingGateway();
 
 /** Opens a TLS 1.2 connection, then asks to renegotiate: 'renegotiated' or what stopped it. */
 function renegotiate(): Promise<string> {
   return new Promise((resolve) => {
     const socket: TLSSocket = tlsConnect({
       host: '127.0.0.1',
-      port: gw.gateway.addresses.https.port,
-      ca: gw.certificate.cert,
+      port: running.gw.gateway.addresses.https.port,
+      ca: running.gw.certificate.cert,
       servername: 'localhost',
       maxVersion: 'TLSv1.2',
       ALPNProtocols: ['http/1.1'],

@@ -5,27 +5,13 @@
  * terminal reading the log obeys them (CSI, U+009B, drives it as ESC [ does).
  */
 import { connect } from 'node:http2';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import {
-  startRecordingUpstream,
-  startTestGateway,
-  type RecordingUpstream,
-  type TestGateway,
-} from '../support/harness.ts';
+import { expect, it } from 'vitest';
+import { useRecordingGateway } from '../support/harness.ts';
 
-let upstream: RecordingUpstream;
-let gw: TestGateway;
-beforeAll(async () => {
-  upstream = await startRecordingUpstream();
-  gw = await startTestGateway(upstream.url);
-});
-afterAll(async () => {
-  await gw?.close();
-  await upstream?.close();
-});
+const running = useRecordingGateway();
 
 async function h2Status(path: string): Promise<number> {
-  const session = connect(gw.origin, { ca: gw.certificate.cert });
+  const session = connect(running.gw.origin, { ca: running.gw.certificate.cert });
   try {
     const stream = session.request({ ':path': path });
     const headers = await new Promise<Record<string, unknown>>((resolve, reject) => {
@@ -46,7 +32,7 @@ it('an HTTP/2 :path with C1 controls is logged with them escaped', async () => {
   expect(status).toBeGreaterThanOrEqual(200);
   let line: string | undefined;
   for (let i = 0; i < 100 && line === undefined; i++) {
-    line = gw
+    line = running.gw
       .logText()
       .split('\n')
       .find((l) => l.includes(marker) && l.includes('"msg":"request"'));

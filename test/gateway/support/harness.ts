@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { Agent } from 'undici';
+import { afterAll, beforeAll } from 'vitest';
 import { parseConfig } from '../../../gateway/config/load.ts';
 import { createLogger } from '../../../gateway/observability/logger.ts';
 import type { BuildOptions } from '../../../gateway/build.ts';
@@ -231,4 +232,22 @@ export async function auditRecordOf(auditLogPath: string, requestId: string): Pr
     await sleep(20);
   }
   throw new Error(`no audit record for request ${requestId}`);
+}
+
+/**
+ * A recording upstream and a gateway in front of it, started before the file's tests and
+ * closed after them: the pair most gateway test files begin with. Read `running.gw` and
+ * `running.upstream` inside tests and hooks (they are set once `beforeAll` has run).
+ */
+export function useRecordingGateway(): { readonly upstream: RecordingUpstream; readonly gw: TestGateway } {
+  const running = {} as { upstream: RecordingUpstream; gw: TestGateway };
+  beforeAll(async () => {
+    running.upstream = await startRecordingUpstream();
+    running.gw = await startTestGateway(running.upstream.url);
+  });
+  afterAll(async () => {
+    await running.gw?.close();
+    await running.upstream?.close();
+  });
+  return running;
 }
