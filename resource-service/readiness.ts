@@ -12,6 +12,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { Sql } from 'postgres';
+import { portUnavailable } from '../shared/port-unavailable.ts';
 
 /** How long the readiness query may take before the service counts as not ready. */
 export const READINESS_TIMEOUT_MS = 1000;
@@ -65,7 +66,9 @@ export async function startProbeListener(options: {
   });
   server.on('clientError', (_error, socket) => socket.destroy());
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    server.once('error', (error) =>
+      reject(portUnavailable(error, 'SERVICE_PROBE_PORT', options.port, options.host)),
+    );
     server.listen(options.port, options.host, () => resolve());
   });
   const address = server.address();

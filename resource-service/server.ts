@@ -14,6 +14,7 @@ import { answerUnparsed } from './http/unparsed.ts';
 import { loadServiceTls, type ServiceTlsFiles } from './tls.ts';
 import { createServiceApp } from './app.ts';
 import type { ServiceOptions } from './app.ts';
+import { portUnavailable } from '../shared/port-unavailable.ts';
 
 export interface RunningService {
   server: Server;
@@ -81,7 +82,8 @@ export async function startService(
   );
   const host = options.host ?? '127.0.0.1';
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    // A port that cannot be taken is named by the variable that chose it.
+    server.once('error', (error) => reject(portUnavailable(error, 'SERVICE_PORT', options.port, host)));
     server.listen(options.port, host, () => resolve());
   });
   const address = server.address() as AddressInfo;

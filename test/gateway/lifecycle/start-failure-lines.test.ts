@@ -14,6 +14,7 @@ import { bareEnv, spawnContender } from '../../first-run/support/portico-process
 
 const ROOT = new URL('../../../', import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), 'portico-start-failure-'));
+const shortDirs: string[] = [];
 let blocker: Server;
 let busyPort: number;
 
@@ -25,6 +26,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await new Promise((resolve) => blocker.close(resolve));
   rmSync(dir, { recursive: true, force: true });
+  for (const short of shortDirs) rmSync(short, { recursive: true, force: true });
 });
 
 const run = (entry: string, env: NodeJS.ProcessEnv): Promise<Run> =>
@@ -85,6 +87,17 @@ describe('npm start', () => {
     );
     expect(expectOneLine(result)).toContain('GATEWAY_PORT must be a port number (0-65535), got "abc"');
     expect(existsSync(join(dataDir, 'pgdata'))).toBe(false);
+  });
+
+  it('a busy SERVICE_PORT: one line naming SERVICE_PORT', async () => {
+    // Short: the embedded database's Unix socket path must fit in 107 bytes.
+    const dataDir = mkdtempSync('/tmp/pfs-');
+    shortDirs.push(dataDir);
+    const result = await run(
+      'scripts/start.ts',
+      bareEnv(dataDir, { SERVICE_PORT: String(busyPort), LOG_LEVEL: 'info' }),
+    );
+    expect(expectOneLine(result)).toMatch(new RegExp(`SERVICE_PORT ${busyPort}.*already in use`));
   });
 
   it('a data dir in use: one line naming the holder', async () => {
