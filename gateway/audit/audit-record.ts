@@ -21,8 +21,17 @@ import { escapeControls } from '../foundation/escape-controls.ts';
 export interface AuditEntry {
   /** Epoch milliseconds when the request arrived; defaults to when it was recorded. */
   time?: number | undefined;
+  /** The gateway's own id, unique per request: the record's key. */
   requestId: string;
-  /** The W3C trace id, for finding the request's spans. */
+  /**
+   * The client's own X-Request-Id, when kept: for correlation only, since any client may send
+   * any id, another request's included.
+   */
+  clientRequestId?: string | undefined;
+  /**
+   * The W3C trace id, for finding the request's spans. A client continuing its own trace chooses
+   * it (W3C design), so it may be shared by many records; it is never the record's key.
+   */
   traceId?: string | undefined;
   subject?: string | undefined;
   customerId?: string | undefined;
@@ -96,6 +105,7 @@ export function sealRecord(
     chain: position.chain,
     time: isoTime(entry.time ?? Date.now()),
     requestId: text(entry.requestId),
+    clientRequestId: text(entry.clientRequestId),
     traceId: text(entry.traceId),
     subject: text(entry.subject),
     customerId: text(entry.customerId),

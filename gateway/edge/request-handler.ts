@@ -55,8 +55,8 @@ export function createRequestHandler(deps: RequestHandlerDeps): RequestHandler {
       if (problem.code === 'ERR_INTERNAL') ctx.log.error({ err: error }, 'unexpected error');
       else ctx.log.warn({ code: problem.code }, 'answer refused before its head');
       for (const name in answerHeaders) res.setHeader(name, answerHeaders[name]!);
-      const { requestId } = ctx.upstream;
-      if (requestId !== '') res.setHeader('X-Request-Id', requestId);
+      const { correlationId } = ctx.upstream;
+      if (correlationId !== '') res.setHeader('X-Request-Id', correlationId);
       sendProblem(res, problem, ctx.path);
     }
   }

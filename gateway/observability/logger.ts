@@ -35,7 +35,10 @@ export function createLogger(options: { level?: string; destination?: NodeJS.Wri
 
 /** What the request line says of one finished request. */
 export interface RequestLine {
+  /** The gateway's own id, unique per request. */
   requestId: string;
+  /** The client's own X-Request-Id, when kept: any client may send any, another request's too. */
+  clientRequestId?: string | undefined;
   traceId: string | undefined;
   method: string;
   path: string;
@@ -66,6 +69,9 @@ export function requestLineWriter(log: Logger): ((line: RequestLine) => void) | 
   return (line) => {
     destination.write(
       `${head}${pinoIsoTime()}${base},"requestId":${JSON.stringify(line.requestId)}` +
+        (line.clientRequestId === undefined
+          ? ''
+          : `,"clientRequestId":${escapeControls(JSON.stringify(line.clientRequestId))}`) +
         (line.traceId === undefined ? '' : `,"traceId":${JSON.stringify(line.traceId)}`) +
         `,"method":${JSON.stringify(line.method)},"path":${escapeControls(JSON.stringify(line.path))}` +
         `,"route":${JSON.stringify(line.route)},"status":${line.status},"durationMs":${line.durationMs}` +

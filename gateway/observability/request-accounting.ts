@@ -40,6 +40,7 @@ export function createRequestAccounting(deps: {
       deps.audit?.record(auditEntry(ctx, { time: startedAt, method, status, latencyMs, route }));
       writeLine?.({
         requestId: ctx.upstream.requestId,
+        clientRequestId: ctx.upstream.clientRequestId,
         traceId: ctx.facts.traceId,
         method,
         path: ctx.path,
@@ -56,12 +57,13 @@ function auditEntry(
   ctx: GatewayContext,
   outcome: { time: number; method: string; status: number; latencyMs: number; route: string },
 ): AuditEntry {
-  const { principal, requestId, clientIp } = ctx.upstream;
+  const { principal, requestId, clientRequestId, clientIp } = ctx.upstream;
   const { facts } = ctx;
   // Fields left undefined are left out of the record (audit-record.ts writes it as JSON).
   return {
     time: outcome.time,
     requestId,
+    clientRequestId,
     traceId: facts.traceId,
     subject: principal?.subject,
     customerId: principal?.customerId,

@@ -194,9 +194,11 @@ class RequestContext implements GatewayContext {
    * nothing but their request line (request-accounting.ts, which binds the id itself).
    */
   get log(): Logger {
-    const { requestId } = this.upstream;
+    const { requestId, clientRequestId } = this.upstream;
     if (requestId === '') return this.#log;
-    this.#bound ??= this.#log.child({ requestId });
+    this.#bound ??= this.#log.child(
+      clientRequestId === undefined ? { requestId } : { requestId, clientRequestId },
+    );
     return this.#bound;
   }
 

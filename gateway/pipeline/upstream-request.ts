@@ -43,8 +43,17 @@ export class UpstreamRequest {
   readonly headers: UpstreamHeaders;
   /** Set by the authenticate stage; asserted upstream, and what limits and the cache key on. */
   principal: Principal | undefined;
-  /** Set by the request-id stage (first): the id logs, the upstream and the client all see. */
+  /**
+   * Set by the request-id stage (first): the gateway's own id, unique per request, which the
+   * request log and the audit record are keyed by.
+   */
   requestId: string;
+  /**
+   * The client's own well-formed X-Request-Id, when kept (`requestId.acceptFromClient`): it is
+   * echoed and sent upstream for correlation, and logged beside `requestId`, never instead of it,
+   * since any client may send any id, another request's included.
+   */
+  clientRequestId: string | undefined;
   /** The client's address as limits and the audit count it (edge/client-ip.ts), found once. */
   readonly clientIp: string;
   readonly body: RequestBody | null;
@@ -64,8 +73,14 @@ export class UpstreamRequest {
     this.headers = headers;
     this.principal = undefined;
     this.requestId = '';
+    this.clientRequestId = undefined;
     this.clientIp = clientIp;
     this.body = body;
+  }
+
+  /** The id the client and the upstream see: the client's own when kept, else the gateway's. */
+  get correlationId(): string {
+    return this.clientRequestId ?? this.requestId;
   }
 
   /**
@@ -101,6 +116,7 @@ export class UpstreamRequest {
     fork.route = this.route;
     fork.principal = this.principal;
     fork.requestId = this.requestId;
+    fork.clientRequestId = this.clientRequestId;
     return fork;
   }
 }

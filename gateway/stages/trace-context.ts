@@ -83,6 +83,9 @@ function exportOnClose(ctx: GatewayContext, exporter: SpanExporter, ids: SpanIds
         ...(route === undefined ? {} : { 'http.route': route }),
         'http.response.status_code': status,
         'portico.request_id': ctx.upstream.requestId,
+        ...(ctx.upstream.clientRequestId === undefined
+          ? {}
+          : { 'portico.client_request_id': ctx.upstream.clientRequestId }),
       },
     });
   });

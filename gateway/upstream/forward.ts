@@ -146,9 +146,11 @@ function upstreamHeaders(
   // The credential itself never goes upstream (forwarded-headers.ts); the principal, where
   // there is one, goes as the gateway's signed assertion.
   const headers = forwardedHeaders(ctx.upstream, ctx.req, config.trustProxy, config.viaName);
-  const { principal, method, target, requestId } = ctx.upstream;
+  const { principal, method, target, correlationId } = ctx.upstream;
   if (principal !== undefined) {
     if (signingKey === undefined) throw new Error('proxy: a principal is set but no assertion key was given');
+    // The same id as the X-Request-Id sent with it, so the service's logs match the client's.
+    const requestId = correlationId;
     headers.push(IDENTITY_HEADER, signAssertion(signingKey, principal, { method, target, requestId }));
   }
   return headers;

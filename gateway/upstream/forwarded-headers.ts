@@ -137,7 +137,7 @@ export function forwardedHeaders(
     'x-forwarded-host',
     incoming?.get('x-forwarded-host')?.[0] ?? host,
     REQUEST_ID_HEADER,
-    upstream.requestId,
+    upstream.correlationId,
   );
   return out;
 }

@@ -5,7 +5,8 @@ export const RequestIdConfigSchema = Type.Object(
   {
     acceptFromClient: Type.Boolean({
       default: true,
-      description: 'Keep a well-formed X-Request-Id sent by the client instead of generating one.',
+      description:
+        "Keep a well-formed X-Request-Id sent by the client: echoed and sent upstream, and logged as clientRequestId beside the gateway's own requestId.",
     }),
   },
   { additionalProperties: false, default: {}, description: 'Request id stage.' },

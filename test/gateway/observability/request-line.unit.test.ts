@@ -26,6 +26,7 @@ function capture(level: string) {
 
 const LINE: RequestLine = {
   requestId: '4b0c3f0e-8f0a-4a57-b8a3-1f2e3d4c5b6a',
+  clientRequestId: 'client-chosen-7',
   traceId: '0af7651916cd43dd8448eb211c80319c',
   method: 'GET',
   path: '/v1/orders/ord_1',

@@ -238,12 +238,16 @@ export async function auditRecordOf(auditLogPath: string, requestId: string): Pr
  * A recording upstream and a gateway in front of it, started before the file's tests and
  * closed after them: the pair most gateway test files begin with. Read `running.gw` and
  * `running.upstream` inside tests and hooks (they are set once `beforeAll` has run).
+ * `deps` goes to startTestGateway (an `auditLogPath`, say).
  */
-export function useRecordingGateway(): { readonly upstream: RecordingUpstream; readonly gw: TestGateway } {
+export function useRecordingGateway(deps: Partial<GatewayDeps> = {}): {
+  readonly upstream: RecordingUpstream;
+  readonly gw: TestGateway;
+} {
   const running = {} as { upstream: RecordingUpstream; gw: TestGateway };
   beforeAll(async () => {
     running.upstream = await startRecordingUpstream();
-    running.gw = await startTestGateway(running.upstream.url);
+    running.gw = await startTestGateway(running.upstream.url, {}, deps);
   });
   afterAll(async () => {
     await running.gw?.close();
