@@ -60,7 +60,8 @@ describe('config', () => {
     }
     expect((second as ConfigError).problems).toEqual([
       'routes[0]: needs exactly one of upstream and upstreams',
-      'routes[1]: needs exactly one of upstream and upstreams',
+      // Since 9f61628 a route may take its upstream from a parent route (inheritance).
+      'routes[1]: needs exactly one of upstream and upstreams, or a parent route that has one',
       'routes[2].upstreams[1].url: must be an http: or https: URL',
       'routes[3].upstreams[0].url: must be an origin only (scheme, host, port)',
       'routes[3].upstreams[1].url: http://d:1 is listed already',
