@@ -17,6 +17,7 @@ import '../shared/node-check.js';
 import { installCrashGuard } from '../shared/crash-guard.ts';
 import { armExitDeadline } from '../shared/exit-deadline.ts';
 import { createLogDestination } from '../shared/log-destination.ts';
+import { reportStartFailure } from '../shared/start-failure.ts';
 import { ServiceConfigError } from './config.ts';
 import { createServiceLogger } from './logger.ts';
 import { runService } from './run.ts';
@@ -37,8 +38,9 @@ const crashGuard = installCrashGuard(log, { deadlineMs: 120_000 });
 async function main(): Promise<void> {
   const url = env['DATABASE_URL'];
   if (url === undefined || url === '') {
-    log.fatal('DATABASE_URL is not set (npm start provides an embedded database; npm run service does not)');
-    process.exit(2);
+    throw new ServiceConfigError(
+      'DATABASE_URL is not set (npm start provides an embedded database; npm run service does not)',
+    );
   }
   const running = await runService(env, log, { url });
   crashGuard.drainWith(() => running.stop());
@@ -62,12 +64,9 @@ async function main(): Promise<void> {
   process.on('SIGHUP', () => running.reload());
 }
 
-main().catch((err: unknown) => {
-  if (err instanceof ServiceConfigError) {
-    // Refused, not crashed: one line that says which variable and why, no stack.
-    log.fatal(err.message);
-    process.exit(2);
-  }
-  log.fatal({ err }, 'resource service failed to start');
-  process.exit(1);
+main().catch((error: unknown) => {
+  // For the operator at a terminal one readable line on stderr; the log line for machines.
+  reportStartFailure(error, log, 'service');
+  // A refused variable is a usage error (2); a start that could not work (a busy port) is 1.
+  process.exit(error instanceof ServiceConfigError ? 2 : 1);
 });
