@@ -63,7 +63,8 @@ export class CacheFront {
         return;
       case 'revalidate':
         onlyIfCached(request);
-        return this.#forwardAndStore(exchange, request, selection);
+        await this.#forwardAndStore(exchange, request, selection);
+        return;
       default: {
         onlyIfCached(request);
         const miss = selection.kind;
@@ -132,12 +133,13 @@ export class CacheFront {
     finish(exchange, exchange.cacheable ? { fwd: 'method' } : { fwd: 'bypass', detail: 'route' });
   }
 
+  /** Resolves false when the answer is known not to be stored (the collapsed misses go on then). */
   async #forwardAndStore(
     exchange: Exchange,
     request: CacheRequest,
     revalidation: Revalidation | undefined,
     miss: 'uri-miss' | 'vary-miss' = 'uri-miss',
-  ): Promise<void> {
+  ): Promise<boolean> {
     const fwd = revalidation === undefined ? miss : revalidation.reason;
     const fill = this.#cache.openFill(request.path);
     try {
@@ -151,13 +153,11 @@ export class CacheFront {
     const response = exchange.response;
     if (response === undefined) {
       fill.end();
-      return;
+      return false;
     }
-    this.#settle(
-      exchange,
-      request,
-      await settleAnswer(this.#cache, request, fill, revalidation, response, fwd, 'client'),
-    );
+    const settled = await settleAnswer(this.#cache, request, fill, revalidation, response, fwd, 'client');
+    this.#settle(exchange, request, settled);
+    return !('unstored' in settled);
   }
 
   /**

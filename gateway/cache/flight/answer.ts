@@ -28,7 +28,7 @@ export type Reader = 'client' | 'side';
 /** What the client gets: a stored response (with its Cache-Status), or the answer as relayed. */
 export type Settled =
   | { serve: StoredResponse; status: CacheStatus; outcome: 'revalidated' | 'stale' }
-  | { serve?: undefined; outcome: 'miss' | undefined };
+  | { serve?: undefined; outcome: 'miss' | undefined; unstored?: true };
 
 /**
  * Settles `response`, the upstream's answer to `request` sent with `fill` open (the fill is
@@ -78,7 +78,7 @@ export async function settleAnswer(
     fill.end();
     if (reader === 'side') discard(response.body);
     appendCacheStatus(response.headers, { ...status, detail: insertion.reason });
-    return { outcome: 'miss' };
+    return { outcome: 'miss', unstored: true };
   }
   const stored =
     reader === 'side'

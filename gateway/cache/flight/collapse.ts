@@ -13,7 +13,8 @@
  * Accept-Encoding, the one Vary field known before the answer.
  *
  * A fetch counts as in flight until its answer is stored or known not to be: a streamed body
- * is stored when it ends, so the flight lasts until then.
+ * is stored when it ends, so the flight lasts until then; one refused at its head (an event
+ * stream, no-store) lands at once, so that its waiters need not wait for its end.
  *
  * A key whose answer served no waiter is not collapsed again for a while (Varnish's
  * hit-for-miss): otherwise every burst for a resource that is never stored (no-store) would
@@ -35,11 +36,12 @@ const MAX_PASSES = 10_000;
 /**
  * Runs `fetch` for a miss, or waits for the same miss in flight: resolves with a stored
  * response to serve (a waiter's luck), or undefined once `fetch` has run (`exchange.response` set).
+ * `fetch` resolves false when its answer is known not to be stored.
  */
 export type CollapseMiss = (
   exchange: Exchange,
   request: CacheRequest,
-  fetch: () => Promise<void>,
+  fetch: () => Promise<boolean>,
 ) => Promise<StoredResponse | undefined>;
 
 export function createCollapseMiss(cache: HttpCache): CollapseMiss {
@@ -47,7 +49,7 @@ export function createCollapseMiss(cache: HttpCache): CollapseMiss {
   const flights = new Map<string, Promise<void>>();
   const passes = new LRUCache<string, true>({ max: MAX_PASSES, ttl: PASS_MS, ttlAutopurge: false });
 
-  async function lead(key: string, exchange: Exchange, fetch: () => Promise<void>): Promise<undefined> {
+  async function lead(key: string, exchange: Exchange, fetch: () => Promise<boolean>): Promise<undefined> {
     let land!: () => void;
     flights.set(key, new Promise<void>((resolve) => (land = resolve)));
     let landed = false;
@@ -57,13 +59,15 @@ export function createCollapseMiss(cache: HttpCache): CollapseMiss {
       flights.delete(key);
       land();
     };
+    let mayStore: boolean;
     try {
-      await fetch();
+      mayStore = await fetch();
     } catch (error) {
       done();
       throw error;
     }
-    whenSettled(exchange, done);
+    if (mayStore) whenSettled(exchange, done);
+    else done();
     return undefined;
   }
 

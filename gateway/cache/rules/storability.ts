@@ -31,6 +31,9 @@ export function storability(input: StorabilityInput): Verdict {
   // Final responses only; 206 (ranges) and 304 are never stored as such.
   if (status < 200 || status > 599 || status === 206 || status === 304) return refuse('status');
   if (input.requestNoStore) return refuse('request-no-store');
+  // An event stream is live: a stored copy would replay old events as new ones, and storing it
+  // would hold collapsed requests until the stream ends (issue 35).
+  if (isEventStream(input.headers['content-type'])) return refuse('event-stream');
   if (has('must-understand')) {
     // 5.2.2.3: stored only when this cache understands the status code; no-store is then ignored.
     if (!LIBRARY_STATUSES.has(status)) return refuse('must-understand');
@@ -46,4 +49,10 @@ export function storability(input: StorabilityInput): Verdict {
   if (!explicit && !has('public') && !HEURISTICALLY_CACHEABLE.has(status)) return refuse('no-freshness');
   if (!input.policy.storable()) return refuse('not-storable');
   return { ok: true };
+}
+
+/** `text/event-stream`, whatever its parameters and case. */
+function isEventStream(contentType: string | string[] | undefined): boolean {
+  if (typeof contentType !== 'string') return false;
+  return /^\s*text\/event-stream\s*(;|$)/i.test(contentType);
 }
