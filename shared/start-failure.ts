@@ -24,7 +24,9 @@ function fieldsOf(error: unknown, log: Logger): Record<string, unknown> {
   if (error instanceof PortUnavailableError)
     return { code: error.code, setting: error.setting, port: error.port, host: error.host };
   const code = (error as { code?: unknown } | undefined)?.code;
-  return { err: { ...(typeof code === 'string' ? { code } : {}), ...stackOf(error, log) } };
+  const err = { ...(typeof code === 'string' ? { code } : {}), ...stackOf(error, log) };
+  // An empty `err: {}` says nothing: the line then has the gateway's plain shape.
+  return Object.keys(err).length === 0 ? {} : { err };
 }
 
 /** The stack is for whoever debugs Portico itself, at their asking. */
