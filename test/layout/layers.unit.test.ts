@@ -4,9 +4,10 @@
  * gateway/, the one pair the layout names), so that no two folders import each other and a
  * shared type never again sits in a room that imports its users. No server.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { relativeSpecifiers, sourceFiles } from './support/imports.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 
@@ -54,22 +55,6 @@ const SERVICE_LAYERS: Record<string, number> = {
   'api-docs': 6,
   'resource-service': 7,
 };
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return sourceFiles(path);
-    return /\.(ts|js)$/.test(entry.name) ? [path] : [];
-  });
-}
-
-/** Every relative module specifier of `text`: static imports, re-exports and `import()`. */
-function relativeSpecifiers(text: string): string[] {
-  const found: string[] = [];
-  for (const match of text.matchAll(/(?:\bfrom\s*|\bimport\s*\(?\s*)['"](\.{1,2}\/[^'"]+)['"]/g))
-    found.push(match[1] ?? '');
-  return found;
-}
 
 /** The folder `path` (relative to the repository) belongs to, for `top`'s layer table. */
 function folderOf(top: string, path: string): string {

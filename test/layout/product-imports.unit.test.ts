@@ -4,29 +4,14 @@
  * top of the product, and an import the other way would ship a command or a benchmark inside
  * the gateway. Read from the sources, no server.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { relativeSpecifiers, sourceFiles } from './support/imports.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const PRODUCT = ['gateway', 'resource-service', 'shared'];
 const ABOVE_THE_PRODUCT = ['scripts', 'measure'];
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return sourceFiles(path);
-    return /\.(ts|js)$/.test(entry.name) ? [path] : [];
-  });
-}
-
-/** Every relative module specifier of `text`: static imports, re-exports and `import()`. */
-function relativeSpecifiers(text: string): string[] {
-  const found: string[] = [];
-  for (const match of text.matchAll(/(?:\bfrom\s*|\bimport\s*\(?\s*)['"](\.{1,2}\/[^'"]+)['"]/g))
-    found.push(match[1] ?? '');
-  return found;
-}
 
 describe('product code and the folders above it', () => {
   it('finds the imports it checks (control)', () => {
