@@ -4,6 +4,7 @@
  * first request or the first SIGTERM. Every bad variable is reported at once.
  */
 import { isIP } from 'node:net';
+import { logLevelProblem } from '../shared/log-level.ts';
 import { DEFAULT_DRAIN_DEADLINE_MS } from './server.ts';
 
 /** A variable that refuses the start: the message names it and says what it takes. */
@@ -126,6 +127,8 @@ export function readServiceConfig(env: NodeJS.ProcessEnv, poolMax?: number): Ser
     dataDir: env['PORTICO_DATA_DIR'] || '.portico',
     transport: transport(env, problems),
   };
+  const level = logLevelProblem(env);
+  if (level !== undefined) problems.push(level);
   if (problems.length > 0) throw new ServiceConfigError(problems.join('; '));
   return config;
 }

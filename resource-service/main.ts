@@ -17,6 +17,7 @@ import '../shared/node-check.js';
 import { installCrashGuard } from '../shared/crash-guard.ts';
 import { armExitDeadline } from '../shared/exit-deadline.ts';
 import { createLogDestination } from '../shared/log-destination.ts';
+import { usableLogLevel } from '../shared/log-level.ts';
 import { reportStartFailure } from '../shared/start-failure.ts';
 import { ServiceConfigError } from './config.ts';
 import { createServiceLogger } from './logger.ts';
@@ -27,7 +28,8 @@ const env = process.env;
 // retrying forever on a stdout whose reader left (shared/log-destination.ts).
 const destination = createLogDestination(1);
 process.once('exit', () => destination.flushSync());
-const log = createServiceLogger(env['LOG_LEVEL'] || 'info', destination);
+// A LOG_LEVEL pino does not know is refused by readServiceConfig, through this logger.
+const log = createServiceLogger(usableLogLevel(env), destination);
 /**
  * What a stop may take beyond the drain deadline before the process exits regardless: the
  * database pool's end after a drain that finished waits up to 5 s for its queries (run.ts).
