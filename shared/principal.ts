@@ -14,6 +14,20 @@ export interface Principal {
   readonly authMethod: 'jwt' | 'apikey';
   /** Id of the API key used, when authMethod is `apikey`. */
   readonly keyId?: string;
+  /**
+   * What an access token is bound to (its RFC 7800 `cnf`, from the JWT or the introspection
+   * answer alike), when it is: the proof of possession a request must then carry is checked
+   * against it. Absent for a plain bearer token and for API keys.
+   */
+  readonly cnf?: TokenConfirmation;
+}
+
+/** The confirmation members Portico can check: a DPoP key (RFC 9449 §6), a certificate (RFC 8705 §3.1). */
+export interface TokenConfirmation {
+  /** JWK SHA-256 thumbprint (RFC 7638) of the DPoP key, base64url. */
+  readonly jkt?: string;
+  /** SHA-256 thumbprint of the client certificate (DER), base64url. */
+  readonly 'x5t#S256'?: string;
 }
 
 const KNOWN_SCOPES: ReadonlySet<string> = new Set(SCOPES);

@@ -37,6 +37,8 @@ const PUBLIC_REASONS = new Set([
   'malformed token',
   'malformed sub claim',
   'malformed scope claim',
+  'malformed cnf claim',
+  'unsupported cnf confirmation method',
   'malformed Authorization header',
   'unsupported authorization scheme',
   'algorithm not allowed',

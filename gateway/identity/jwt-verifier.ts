@@ -11,6 +11,7 @@ import { isValidCustomerId, knownScopes, type Principal } from '../../shared/pri
 import { claimReader, readScopes } from './claim-path.ts';
 import { canonicalSegments, lowSForm } from './jws-spelling.ts';
 import type { KeySource } from './key-source.ts';
+import { readConfirmation } from './token-confirmation.ts';
 
 export interface JwtVerifierOptions {
   issuer: string;
@@ -144,12 +145,15 @@ export function createJwtVerifier(options: JwtVerifierOptions) {
     if (!isValidCustomerId(customerId)) return invalid(`token lacks a valid ${options.customerClaim} claim`);
     const scopes = readScopes(payload);
     if (scopes === undefined) return invalid('malformed scope claim');
+    const binding = readConfirmation(payload);
+    if (!binding.ok) return invalid(binding.reason);
 
     const principal: Principal = Object.freeze({
       subject: payload.sub,
       customerId,
       scopes: Object.freeze(knownScopes(scopes)),
       authMethod: 'jwt' as const,
+      ...(binding.cnf === undefined ? {} : { cnf: binding.cnf }),
     });
     if (cache !== undefined && typeof payload.exp === 'number') {
       const entry = { principal, expiresAt: payload.exp * 1000, kid: header.kid };

@@ -118,6 +118,39 @@ describe('knownBearer (the synchronous path for a token verified before)', () =>
   });
 });
 
+describe('the token binding (cnf) of a JWT', () => {
+  const jkt = 'NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs';
+
+  it('reaches the principal as the token states it: a DPoP key or a certificate thumbprint', async () => {
+    const { auth, dataDir } = devGateway();
+    const issuer = loadOrCreateDevIssuer(dataDir);
+    const bearer = async (claims: Record<string, unknown>) =>
+      auth.authenticate({ authorization: `Bearer ${await issuer.sign(claims, 60)}` }, '/v1/orders');
+    const dpop = expectPrincipal(await bearer({ sub: 's', customer_id: 'c1', cnf: { jkt } }));
+    expect(dpop.principal.cnf).toEqual({ jkt });
+    const mtls = expectPrincipal(await bearer({ sub: 's', customer_id: 'c1', cnf: { 'x5t#S256': jkt } }));
+    expect(mtls.principal.cnf).toEqual({ 'x5t#S256': jkt });
+    const plain = expectPrincipal(await bearer({ sub: 's', customer_id: 'c1' }));
+    expect(plain.principal).not.toHaveProperty('cnf');
+    auth.close();
+  });
+
+  it('a cnf that is malformed, or binds by a method not checked here, is refused (never taken as unbound)', async () => {
+    const { auth, dataDir } = devGateway();
+    const issuer = loadOrCreateDevIssuer(dataDir);
+    const bearer = async (cnf: unknown) =>
+      auth.authenticate(
+        { authorization: `Bearer ${await issuer.sign({ sub: 's', customer_id: 'c1', cnf }, 60)}` },
+        '/v1/orders',
+      );
+    for (const cnf of ['x', [jkt], { jkt: 7 }, { jkt: 'short' }, { jkt, 'x5t#S256': 'bad' }])
+      expectInvalidToken(await bearer(cnf), 'malformed cnf claim');
+    for (const cnf of [{}, { jwk: { kty: 'EC' } }, { kid: 'k1' }])
+      expectInvalidToken(await bearer(cnf), 'unsupported cnf confirmation method');
+    auth.close();
+  });
+});
+
 describe('requireScopes', () => {
   const principal = (scopes: string[]): Principal => ({
     subject: 's',
