@@ -27,6 +27,7 @@ import { lookupPartitions, storePartition } from '../rules/partition.ts';
 import { createPolicyFactory, type PolicyFactory } from '../rules/policy.ts';
 import { readSemantics, type ResponseSemantics } from '../rules/response-semantics.ts';
 import { storability } from '../rules/storability.ts';
+import { languageSelects, varyValue } from '../rules/vary-values.ts';
 import {
   createEntryStore,
   entryKey,
@@ -36,7 +37,7 @@ import {
 } from '../store/entry-store.ts';
 import { Fills } from '../store/fills.ts';
 import { createPartialStore, type PartialStore, type Piece } from '../store/partial-store.ts';
-import { storedHeaders, validatorView, varyValue } from '../store/stored-fields.ts';
+import { storedHeaders, validatorView } from '../store/stored-fields.ts';
 import { headMatches, updateStored } from '../store/stored-update.ts';
 
 export type { StoredResponse } from '../store/entry-store.ts';
@@ -118,6 +119,9 @@ export class HttpCache {
       const variants = this.#store.variants(primaryKey(partition, request.authority, request.target));
       seen ||= variants.length > 0;
       const matching = variants.filter((entry) => varyMatches(entry, request.headers));
+      // Only when no variant matches: one chosen for its language by the service (vary-values.ts).
+      if (matching.length === 0)
+        matching.push(...variants.filter((e) => languageMatches(e, request.headers)));
       if (matching.length === 0) continue;
       // 4.1: of several matching responses, the most recent is used.
       const entry = matching.reduce((a, b) => (b.storedAt > a.storedAt ? b : a));
@@ -322,6 +326,17 @@ export class HttpCache {
 function varyMatches(entry: StoredResponse, headers: IncomingHttpHeaders): boolean {
   for (const [name, value] of entry.varyValues) if (varyValue(headers, name) !== value) return false;
   return true;
+}
+
+/**
+ * Every Vary field but Accept-Language matches, and the request's one preferred language is the
+ * stored response's Content-Language (4.1, "by standard semantics of the header field").
+ */
+function languageMatches(entry: StoredResponse, headers: IncomingHttpHeaders): boolean {
+  if (!entry.varyValues.has('accept-language')) return false;
+  for (const [name, value] of entry.varyValues)
+    if (name !== 'accept-language' && varyValue(headers, name) !== value) return false;
+  return languageSelects(headers['accept-language'], entry.headers['content-language']);
 }
 
 function evaluate(entry: StoredResponse, request: CacheRequest): Selection {

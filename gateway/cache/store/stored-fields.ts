@@ -1,9 +1,7 @@
 /**
  * Which header fields a stored response keeps (RFC 9111 section 3.1), which a 304 may update
- * (3.2), and how a request's Vary fields are compared (4.1).
+ * (3.2); how a request's Vary fields are compared (4.1) is rules/vary-values.ts.
  */
-import { createHash } from 'node:crypto';
-import type { IncomingHttpHeaders } from 'node:http';
 
 /** Header fields never stored: per-request, per-hop, or ours to strip. */
 const NOT_STORED = new Set([
@@ -21,20 +19,6 @@ export const NOT_UPDATED = new Set([
   'content-range',
   'transfer-encoding',
 ]);
-
-/** The request's value of a Vary field; credentials are compared by digest, never kept. */
-export function varyValue(headers: IncomingHttpHeaders, name: string): string | undefined {
-  const value = headers[name];
-  if (value === undefined) return undefined;
-  // 4.1: values are compared after normalizing whitespace around list members.
-  const text = (Array.isArray(value) ? value.join(',') : value)
-    .split(',')
-    .map((member) => member.trim())
-    .join(',');
-  return name === 'authorization' || name === 'cookie'
-    ? createHash('sha256').update(text).digest('base64url')
-    : text;
-}
 
 export function storedHeaders(
   headers: Record<string, string | string[]>,

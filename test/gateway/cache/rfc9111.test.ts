@@ -388,6 +388,85 @@ describe('Vary', () => {
     expect((await gateway.get('/v1/things', { 'accept-language': 'de' })).body).toBe('lang de');
     expect(origin.count()).toBe(2);
   });
+
+  /** An origin varying on `field`, answering in `language` when one is given. */
+  function varying(field: string, language?: string): OriginHandler {
+    return (request) => ({
+      headers: {
+        date: clock.date(),
+        'cache-control': 'max-age=5000',
+        vary: field,
+        ...(language === undefined ? {} : { 'content-language': language }),
+      },
+      body: `variant ${origin.count(request.path)}`,
+    });
+  }
+
+  // The suite's vary-normalise-lang-order, -lang-case, -lang-space (4.1: "by standard semantics").
+  it.each([
+    ['vary-normalise-lang-order', 'de, en'],
+    ['vary-normalise-lang-case', 'eN, De'],
+    ['vary-normalise-lang-space', ' en ,   de'],
+    ['equal weights written differently', 'de;q=1.0, en;Q=1'],
+  ])('%s: reuses the en, de variant for %j', async (_id, asked) => {
+    await setup(varying('Accept-Language'));
+    await gateway.get('/v1/things', { 'accept-language': 'en, de' });
+    const again = await gateway.get('/v1/things', { 'accept-language': asked });
+    expect(again.headers['cache-status']).toMatch(/^Portico; hit/);
+    expect(again.body).toBe('variant 1');
+  });
+
+  it('keeps variants apart when the weights differ, and normalises Accept and Accept-Encoding too', async () => {
+    await setup(varying('Accept-Language, Accept, Accept-Encoding'));
+    const base = {
+      'accept-language': 'en, de;q=0.5',
+      accept: 'text/html, application/json',
+      'accept-encoding': 'gzip, br',
+    };
+    await gateway.get('/v1/things', base);
+    const same = await gateway.get('/v1/things', {
+      'accept-language': 'DE;q=0.50, en',
+      accept: 'Application/JSON,text/html',
+      'accept-encoding': 'br,GZIP',
+    });
+    expect(same.headers['cache-status']).toMatch(/^Portico; hit/);
+    // Another weight is another preference: the service may answer otherwise.
+    const other = await gateway.get('/v1/things', { ...base, 'accept-language': 'de, en;q=0.5' });
+    expect(other.headers['cache-status']).toContain('fwd=vary-miss');
+    // A member that does not parse is compared as written.
+    await gateway.get('/v1/things', { ...base, accept: 'text/html;q=2, application/json' });
+    const odd = await gateway.get('/v1/things', { ...base, accept: 'application/json, text/html;q=2' });
+    expect(odd.headers['cache-status']).toContain('fwd=vary-miss');
+    expect(origin.count()).toBe(4);
+  });
+
+  it('vary-normalise-lang-select: reuses a response for the one language the request prefers', async () => {
+    await setup(varying('Accept-Language', 'de'));
+    await gateway.get('/v1/things', { 'accept-language': 'en, de' });
+    const selected = await gateway.get('/v1/things', { 'accept-language': 'fr;q=0.5, de;q=1.0' });
+    expect(selected.headers['cache-status']).toMatch(/^Portico; hit/);
+    expect(selected.headers['content-language']).toBe('de');
+    // Not when another language weighs as much, is preferred, or only a prefix matches.
+    for (const asked of ['fr, de', 'fr, de;q=0.9', 'de-CH', 'de;q=0', '*']) {
+      const miss = await gateway.get('/v1/things', { 'accept-language': asked });
+      expect(miss.headers['cache-status'], asked).toContain('fwd=vary-miss');
+    }
+  });
+
+  it('selects by language only when every other Vary field matches', async () => {
+    await setup(varying('Accept-Language, Accept', 'de'));
+    await gateway.get('/v1/things', { 'accept-language': 'de', accept: 'text/plain' });
+    const otherAccept = await gateway.get('/v1/things', {
+      'accept-language': 'de, fr;q=0.1',
+      accept: 'text/html',
+    });
+    expect(otherAccept.headers['cache-status']).toContain('fwd=vary-miss');
+    const sameAccept = await gateway.get('/v1/things', {
+      'accept-language': 'de, fr;q=0.1',
+      accept: 'text/plain',
+    });
+    expect(sameAccept.headers['cache-status']).toMatch(/^Portico; hit/);
+  });
 });
 
 describe('targeted headers, purge, metrics', () => {
