@@ -31,7 +31,7 @@ export function storedAnswer(
   const withTtl: CacheStatus =
     status.hit === true ? { ...status, ttl: entry.policy.maxAge() - entry.policy.age() } : status;
   const success = entry.status >= 200 && entry.status < 300;
-  if (success && notModified(request.headers, entry.headers)) {
+  if (success && notModified(request.headers, entry.headers, entry.storedAt)) {
     const headers: Record<string, string | string[]> = {};
     for (const name of NOT_MODIFIED_FIELDS) {
       const value = entry.headers[name];

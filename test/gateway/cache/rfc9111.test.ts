@@ -150,6 +150,40 @@ describe('conditional requests at the edge', () => {
     expect(response.status).toBe(304);
   });
 
+  // The suite's conditional-lm-fresh-no-lm wants a 304 here; RFC 9111 4.3.2 says the Date
+  // stands for the missing Last-Modified, and that Date is after the client's copy.
+  it('conditional-lm-fresh-no-lm: without Last-Modified, compares If-Modified-Since with Date', async () => {
+    await setup(fixed({ 'cache-control': 'max-age=10000' }));
+    const stored = await gateway.get('/v1/things');
+    const date = Date.parse(stored.headers['date'] ?? '');
+    const since = (seconds: number) => ({
+      'if-modified-since': new Date(date + seconds * 1000).toUTCString(),
+    });
+    const older = await gateway.get('/v1/things', since(-3000));
+    expect(older.status).toBe(200);
+    expect(older.body).toBe('body 1');
+    expect(older.headers['cache-status']).toMatch(/^Portico; hit/);
+    expect((await gateway.get('/v1/things', since(0))).status).toBe(304);
+    expect((await gateway.get('/v1/things', since(10))).status).toBe(304);
+    expect(origin.count()).toBe(1);
+  });
+
+  it('without Last-Modified nor Date, compares If-Modified-Since with the time it was received (4.3.2)', async () => {
+    await setup((request) => ({
+      headers: { 'cache-control': 'max-age=10000' },
+      body: `body ${origin.count(request.path)}`,
+      sendDate: false,
+    }));
+    const receivedAt = clock.now();
+    // The client's answer gets a Date from the gateway's HTTP server; the stored one has none.
+    await gateway.get('/v1/things');
+    clock.advance(5);
+    const since = (at: number) => ({ 'if-modified-since': new Date(at).toUTCString() });
+    expect((await gateway.get('/v1/things', since(receivedAt))).status).toBe(304);
+    expect((await gateway.get('/v1/things', since(receivedAt - 1000))).status).toBe(200);
+    expect(origin.count()).toBe(1);
+  });
+
   it('passes If-Match, and Range when nothing fresh is stored, to the origin untouched (4.3.2)', async () => {
     await setup(fixed({ 'cache-control': 'max-age=60', etag: '"abc"' }));
     await gateway.get('/v1/things');
