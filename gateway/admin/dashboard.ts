@@ -9,6 +9,7 @@ import type { CacheStats } from '../cache/engine/http-cache.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
 import type { LimitedCaller } from '../rate-limit/most-limited.ts';
 import type { RateLimiterStatus } from '../rate-limit/limiter.ts';
+import { routeLabel } from '../config/schema/route-name.ts';
 import type { RouteDefinition } from '../config/schema/routes.ts';
 import type { ReadinessReport } from './readiness.ts';
 import { createTrafficWindow, type RouteTraffic, type TrafficView } from './traffic-window.ts';
@@ -45,6 +46,8 @@ export interface DashboardSnapshot {
   /** Absent for a gateway started without run.ts (tests). */
   config?: ConfigState | undefined;
   routes: {
+    /** The route's label in metrics and logs: its `name`, else its prefix. */
+    name: string;
     prefix: string;
     /** Origins the route forwards to. */
     upstreams: string[];
@@ -92,12 +95,13 @@ export function createDashboard(deps: DashboardDeps): Dashboard {
         config: deps.configState?.(),
         // Named fields only: a route key added later is not shown until someone decides it may be.
         routes: deps.routes.map((route) => ({
+          name: routeLabel(route),
           prefix: route.prefix,
           upstreams: upstreamOrigins(route),
           auth: route.auth,
           cache: route.cache,
           stages: deps.stageNames.map((name) => ({ name, active: stageRuns(name, route) })),
-          traffic: byRoute.get(route.prefix) ?? idle(route.prefix),
+          traffic: byRoute.get(routeLabel(route)) ?? idle(routeLabel(route)),
         })),
         unrouted: byRoute.get(UNROUTED) ?? null,
         traffic: { windowSeconds: view.windowSeconds, history: view.history },

@@ -42,7 +42,7 @@ export interface AuditEntry {
   method?: string | undefined;
   /** The request's path; anything after `?` is dropped, since queries can carry credentials. */
   path?: string | undefined;
-  /** The matched route's prefix, as the request log and the metrics name it; absent before routing. */
+  /** The matched route's label (its `name`, else its prefix), as the request log and the metrics name it; `none` when no route matched. */
   route?: string | undefined;
   status: number;
   /** The problem's `ERR_*` code, for answers given before the pipeline (the listener's refusals). */

@@ -15,11 +15,11 @@ export type DeprecatedCallCounter = (route: string, principal: Principal | undef
 export function createDeprecatedCallCounter(registry: Registry): DeprecatedCallCounter {
   const byKind = createBoundCounter(registry, {
     name: 'portico_deprecated_requests_total',
-    help: 'Requests to deprecated routes, by route prefix and principal kind (jwt, apikey, anonymous).',
+    help: 'Requests to deprecated routes, by route (its name, else its prefix) and principal kind (jwt, apikey, anonymous).',
   });
   const byCustomer = createBoundCounter(registry, {
     name: 'portico_deprecated_requests_by_customer_total',
-    help: `Requests to deprecated routes, by route prefix and customer (the first ${MAX_CUSTOMERS} customers seen; later ones as "other").`,
+    help: `Requests to deprecated routes, by route (its name, else its prefix) and customer (the first ${MAX_CUSTOMERS} customers seen; later ones as "other").`,
   });
   const bound = new Map<string, () => void>();
   const customers = new Set<string>();

@@ -40,11 +40,11 @@ export function createMetrics(options: { processMetrics: boolean }): GatewayMetr
   if (options.processMetrics) collectDefaultMetrics({ register: registry, prefix: 'portico_' });
   const requests = createBoundCounter(registry, {
     name: REQUESTS,
-    help: 'Requests answered, by route prefix, method and status.',
+    help: 'Requests answered, by route (its name, else its prefix), method and status.',
   });
   const duration = createBoundHistogram(registry, {
     name: DURATION,
-    help: 'Time from request received to response finished, by route prefix.',
+    help: 'Time from request received to response finished, by route (its name, else its prefix).',
     // From a cache hit (sub-millisecond) to the upstream response timeout.
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
   });

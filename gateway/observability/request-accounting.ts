@@ -9,6 +9,7 @@ import type { AuditLog } from '../audit/audit-log.ts';
 import type { GatewayContext } from '../pipeline/context.ts';
 import { requestLineWriter } from './logger.ts';
 import type { GatewayMetrics } from './metrics.ts';
+import { routeLabel } from '../config/schema/route-name.ts';
 
 export interface RequestAccounting {
   /** Called once per request, when its response closed (finished or cut). */
@@ -32,7 +33,7 @@ export function createRequestAccounting(deps: {
     finished(ctx, res, { startedMs, startedAt }) {
       const seconds = (performance.now() - startedMs) / 1000;
       const method = ctx.req.method ?? 'OTHER';
-      const route = ctx.upstream.route?.prefix ?? 'none';
+      const route = ctx.upstream.route === undefined ? 'none' : routeLabel(ctx.upstream.route);
       // 499 (nginx's convention): the client left before any answer, which is not a 200.
       const status = res.headersSent ? res.statusCode : 499;
       const latencyMs = Math.round(seconds * 1e4) / 10;

@@ -10,6 +10,7 @@ import type { DeprecatedCallCounter } from '../observability/deprecation-metrics
 import type { Stage } from '../pipeline/context.ts';
 import { parseTimestamp, type Deprecation } from '../config/schema/deprecation.ts';
 import type { RouteDefinition } from '../config/schema/routes.ts';
+import { routeLabel } from '../config/schema/route-name.ts';
 
 interface DeprecationFields {
   deprecation: string;
@@ -56,7 +57,7 @@ export function createDeprecationStage(
       if (fields.sunset !== undefined) headers['sunset'] = fields.sunset;
       // The upstream's own links (rel="next" on lists) stay; ours are added.
       if (fields.links.length > 0) headers['link'] = [...asList(headers['link']), ...fields.links];
-      countCall(route!.prefix, ctx.upstream.principal);
+      countCall(routeLabel(route!), ctx.upstream.principal);
     });
   };
 }

@@ -17,6 +17,7 @@ import {
 } from '../observability/trace-context-header.ts';
 import type { GatewayContext, Stage } from '../pipeline/context.ts';
 import type { TracingConfig } from '../config/schema/tracing.ts';
+import { routeLabel } from '../config/schema/route-name.ts';
 
 interface SpanIds {
   traceId: string;
@@ -67,7 +68,7 @@ function exportOnClose(ctx: GatewayContext, exporter: SpanExporter, ids: SpanIds
   ctx.res.once('close', () => {
     const { req, res } = ctx;
     const method = req.method ?? 'OTHER';
-    const route = ctx.upstream.route?.prefix;
+    const route = ctx.upstream.route === undefined ? undefined : routeLabel(ctx.upstream.route);
     const status = res.headersSent ? res.statusCode : 499;
     exporter.record({
       traceId: ids.traceId,

@@ -1,7 +1,7 @@
 /**
  * The upstream resilience instruments: retries (and those the budget refused), ejections, the
  * 503s answered with no target to send to, and each target's place in its route's rotation.
- * Label values come from the config (route prefixes, target origins) and fixed reasons, so
+ * Label values come from the config (route names and prefixes, target origins) and fixed reasons, so
  * their number is bounded.
  */
 import { Counter, Gauge, type Registry } from 'prom-client';

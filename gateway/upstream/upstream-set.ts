@@ -11,6 +11,7 @@ import type { RouteDefinition } from '../config/schema/routes.ts';
 import type { ProxyConfig } from '../config/schema/upstream.ts';
 import type { Target, Upstreams } from './pools.ts';
 import { routeTargets, type HealthCheck } from '../config/schema/routes.ts';
+import { routeLabel } from '../config/schema/route-name.ts';
 
 /** One target as one route sees it. */
 export interface Member {
@@ -38,7 +39,7 @@ export interface Member {
 }
 
 export interface UpstreamSet {
-  /** The route prefix, as metrics and logs name the route. */
+  /** The route's label (its name, else its prefix), as metrics and logs name the route. */
   readonly route: string;
   readonly members: readonly Member[];
   /** The member when there is only one: the request path then skips balancing. */
@@ -79,7 +80,7 @@ export function createUpstreamSet(
     out: false,
   }));
   return {
-    route: route.prefix,
+    route: routeLabel(route),
     members,
     single: members.length === 1 ? members[0] : undefined,
     capacity: proxy.connectionsPerUpstream + proxy.circuitBreaker.maxPendingRequests,

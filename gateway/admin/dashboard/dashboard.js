@@ -65,7 +65,8 @@ function stagesCell(stages) {
 function routeRows(snapshot) {
   const rows = snapshot.routes.map((route) =>
     row([
-      cell(route.prefix),
+      // The route's label (routes[].name, else the prefix), with its prefix when they differ.
+      cell(route.name === route.prefix ? route.prefix : `${route.name} (${route.prefix})`),
       cell(route.upstreams.join(', ')),
       stagesCell(route.stages),
       cell(route.traffic.total, 'number'),
@@ -207,7 +208,8 @@ function makeCharts() {
 function drawCharts(snapshot) {
   if (typeof Chart === 'undefined') return;
   charts ??= makeCharts();
-  const names = snapshot.routes.map((r) => r.prefix);
+  // One series per label: unnamed routes of one prefix share theirs (and their counts).
+  const names = [...new Set(snapshot.routes.map((r) => r.name))];
   const history = snapshot.traffic.history;
   charts.rps.data.labels = history.map((point) => new Date(point.at).toLocaleTimeString());
   charts.rps.data.datasets = names.map((name, i) => ({
@@ -220,7 +222,7 @@ function drawCharts(snapshot) {
   charts.status.data.labels = names;
   charts.status.data.datasets = STATUS_CLASSES.map((group) => ({
     label: group,
-    data: snapshot.routes.map((r) => r.traffic.statusMix[group] ?? 0),
+    data: names.map((name) => snapshot.routes.find((r) => r.name === name).traffic.statusMix[group] ?? 0),
     backgroundColor: STATUS_COLOURS[group],
   }));
   charts.status.update();

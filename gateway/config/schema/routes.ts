@@ -8,6 +8,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { CorsDefinitionSchema, checkCorsDefinition } from './cors.ts';
 import { DeprecationSchema, checkDeprecation } from './deprecation.ts';
 import { ROUTE_MATCH_PROPERTIES, checkRouteMatch, hasMatchConditions, matchKey } from './route-match.ts';
+import { ROUTE_NAME_PROPERTIES, checkRouteNames } from './route-name.ts';
 import { ROUTE_REWRITE_PROPERTIES, checkRouteRewrite, type PathMap } from './route-rewrite.ts';
 
 const NOT_RELOADED = 'Needs a restart: routes do not reload.';
@@ -154,6 +155,7 @@ export const RouteDefinitionSchema = Type.Object(
       description:
         'Path prefix, whole segments, no trailing slash, as `/v1`; `/` alone is a catch-all, taking what no longer prefix matches.',
     }),
+    ...ROUTE_NAME_PROPERTIES,
     ...ROUTE_MATCH_PROPERTIES,
     inherit: Type.Optional(
       Type.Boolean({
@@ -275,5 +277,5 @@ export function checkRouteDefinitions(
     else if (routeTargets(resolved[index] as RouteDefinition).length === 0)
       problems.push(`${at}: needs exactly one of upstream and upstreams, or a parent route that has one`);
   });
-  return problems;
+  return [...problems, ...checkRouteNames(routes)];
 }

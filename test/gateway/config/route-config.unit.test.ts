@@ -107,6 +107,34 @@ describe('route keys, refused one line each', () => {
   });
 });
 
+describe('route names', () => {
+  it('a route is named by its prefix unless it says otherwise; a name is not inherited', () => {
+    const [parent, writes] = routesOf([
+      { prefix: '/v1', upstream: UP },
+      { prefix: '/v1', methods: ['POST'], name: 'orders-write' },
+    ]);
+    expect(parent?.name).toBeUndefined();
+    expect(writes?.name).toBe('orders-write');
+  });
+
+  it('refuses a name given twice, or one that is another route’s prefix, at its key path', () => {
+    expect(
+      problemsOf([
+        { prefix: '/v1', upstream: UP },
+        { prefix: '/v1', methods: ['POST'], name: 'api' },
+        { prefix: '/v2', upstream: UP, name: 'api' },
+        { prefix: '/v3', upstream: UP, name: '/v1' },
+      ]),
+    ).toEqual([
+      'routes[2].name: duplicate name api (routes[1] has it): route names label metrics, logs and audit records',
+      'routes[3].name: duplicate name /v1 (routes[0] has it): route names label metrics, logs and audit records',
+    ]);
+    expect(problemsOf([{ prefix: '/v1', upstream: UP, name: 'two words' }]).join('\n')).toContain(
+      'routes[0].name: must match pattern',
+    );
+  });
+});
+
 describe('per-route limits by reference', () => {
   const policies = [
     { name: 'everyone', limit: 100, window: '60s' },
