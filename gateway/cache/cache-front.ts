@@ -6,6 +6,7 @@
  * (exchange.ts), which the cache stage makes of the pipeline's context.
  */
 import { HttpProblem } from '../../shared/errors.ts';
+import type { GatewayResponse } from '../pipeline/context.ts';
 import { appendCacheStatus, formatCacheStatus, type CacheStatus } from './answer/cache-status.ts';
 import { storedAnswer } from './answer/stored-answer.ts';
 import type { Outcome } from './engine/cache-stats.ts';
@@ -129,8 +130,26 @@ export class CacheFront {
       const { path, target, authority } = exchange;
       await this.#cache.invalidate(invalidationTargets(path, target, authority, response.headers));
       exchange.fact('invalidated');
+      if (await this.#keepPostAnswer(exchange, response)) return;
     } else exchange.fact('bypass');
     finish(exchange, exchange.cacheable ? { fwd: 'method' } : { fwd: 'bypass', detail: 'route' });
+  }
+
+  /**
+   * A POST's answer that is a fresh representation of its own target (rules/post-answer.ts) is
+   * stored as a GET's, after the invalidation: the fill opens after it, so the invalidation
+   * cannot poison it. True when the answer went through the storing rules (they set its
+   * Cache-Status).
+   */
+  async #keepPostAnswer(exchange: Exchange, response: GatewayResponse): Promise<boolean> {
+    if (exchange.method !== 'POST' || !exchange.cacheable || !this.#cache.config.enabled) return false;
+    if (response.problem !== undefined) return false;
+    const { target, path, authority, headers, principal } = exchange;
+    const request = describeRequest({ method: 'GET', target, path, authority, headers, principal });
+    if (!this.#cache.answersGet(request, response)) return false;
+    const fill = this.#cache.openFill(request.path);
+    await settleAnswer(this.#cache, request, fill, undefined, response, 'method', 'client');
+    return true;
   }
 
   /** Resolves false when the answer is known not to be stored (the collapsed misses go on then). */

@@ -24,6 +24,7 @@ import { createInvalidationBus, type InvalidationBus } from '../bus/invalidation
 import type { CacheStats, Outcome } from './cache-stats.ts';
 import type { CacheRequest, Fill, Insertion, ReceivedResponse, Selection } from './cache-types.ts';
 import { lookupPartitions, storePartition } from '../rules/partition.ts';
+import { postAnswersGet } from '../rules/post-answer.ts';
 import { createPolicyFactory, type PolicyFactory } from '../rules/policy.ts';
 import { readSemantics, type ResponseSemantics } from '../rules/response-semantics.ts';
 import { storability } from '../rules/storability.ts';
@@ -186,6 +187,11 @@ export class HttpCache {
       commit: (body) => this.#put(fill, build(body)),
       addPiece: (piece) => this.#addPiece(fill, key, piece, build),
     };
+  }
+
+  /** Whether the answer to a POST of `request`'s target may be stored for GET (rules/post-answer.ts). */
+  answersGet(request: CacheRequest, response: ReceivedResponse): boolean {
+    return postAnswersGet(request.target, request.authority, response, this.#semantics(response.headers));
   }
 
   /**

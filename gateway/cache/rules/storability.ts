@@ -44,11 +44,16 @@ export function storability(input: StorabilityInput): Verdict {
   // RFC 9111 allows storing Set-Cookie, but replaying one client's cookie to another is a
   // session leak; like http-cache-semantics we require an explicit public.
   if (input.headers['set-cookie'] !== undefined && !has('public')) return refuse('set-cookie');
-  const explicit =
-    has('max-age') || has('s-maxage') || (!semantics.targeted && input.headers['expires'] !== undefined);
+  const explicit = hasExplicitFreshness(input.headers, semantics);
   if (!explicit && !has('public') && !HEURISTICALLY_CACHEABLE.has(status)) return refuse('no-freshness');
   if (!input.policy.storable()) return refuse('not-storable');
   return { ok: true };
+}
+
+/** 4.2.1: max-age, s-maxage, or Expires (not under a targeted field, RFC 9213 section 2.2). */
+export function hasExplicitFreshness(headers: Headers, semantics: ResponseSemantics): boolean {
+  const has = (name: string) => semantics.directives.has(name);
+  return has('max-age') || has('s-maxage') || (!semantics.targeted && headers['expires'] !== undefined);
 }
 
 /** `text/event-stream`, whatever its parameters and case. */

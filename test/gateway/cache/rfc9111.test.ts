@@ -503,6 +503,78 @@ describe('Vary', () => {
   });
 });
 
+describe('a POST answer reused for GET (RFC 9111 section 4, RFC 9110 section 9.3.3)', () => {
+  /** An origin whose POST answers carry `post` headers; a GET answer says it came from GET. */
+  function posting(post: Record<string, string>, status = 200): OriginHandler {
+    return (request) =>
+      request.method === 'POST'
+        ? { status, headers: { date: clock.date(), ...post }, body: 'from POST' }
+        : { headers: { date: clock.date(), 'cache-control': 'max-age=60' }, body: 'from GET' };
+  }
+  const thirtyDays = () => new Date(clock.now() + 30 * 86400_000).toUTCString();
+
+  it('method-POST: stores a fresh POST answer whose Content-Location is its target, and answers GET with it', async () => {
+    await setup(posting({}));
+    // Content-Location absolute, as the suite sends it, and relative.
+    for (const [path, location] of [
+      ['/v1/things', () => `${gateway.url}/v1/things`],
+      ['/v1/other?a=1', () => '/v1/other?a=1'],
+    ] as const) {
+      origin.setHandler(posting({ expires: thirtyDays(), 'content-location': location() }));
+      const post = await gateway.send('POST', path, { 'content-type': 'text/plain' }, '12345');
+      expect(post.body).toBe('from POST');
+      expect(post.headers['cache-status']).toContain('fwd=method; fwd-status=200');
+      const get = await gateway.get(path);
+      expect(get.headers['cache-status'], path).toMatch(/^Portico; hit/);
+      expect(get.body).toBe('from POST');
+    }
+    expect(origin.requests.map((r) => r.method)).toEqual(['POST', 'POST']);
+  });
+
+  it('still invalidates first: the stored GET answer is replaced by the POST answer', async () => {
+    await setup(posting({ 'cache-control': 'max-age=60', 'content-location': '/v1/things' }));
+    expect((await gateway.get('/v1/things')).body).toBe('from GET');
+    await gateway.send('POST', '/v1/things', {}, 'x');
+    const get = await gateway.get('/v1/things');
+    expect(get.body).toBe('from POST');
+    expect(get.headers['cache-status']).toMatch(/^Portico; hit/);
+  });
+
+  it.each([
+    ['another Content-Location', { 'cache-control': 'max-age=60', 'content-location': '/v1/elsewhere' }, 200],
+    [
+      'another host',
+      { 'cache-control': 'max-age=60', 'content-location': 'https://other.example/v1/things' },
+      200,
+    ],
+    ['another query', { 'cache-control': 'max-age=60', 'content-location': '/v1/things?b=2' }, 200],
+    ['no Content-Location', { 'cache-control': 'max-age=60' }, 200],
+    ['no explicit freshness', { 'cache-control': 'public', 'content-location': '/v1/things' }, 200],
+    ['a 201', { 'cache-control': 'max-age=60', 'content-location': '/v1/things' }, 201],
+    ['no-store', { 'cache-control': 'max-age=60, no-store', 'content-location': '/v1/things' }, 200],
+  ] as const)('does not store a POST answer with %s', async (_case, headers, status) => {
+    await setup(posting(headers, status));
+    await gateway.send('POST', '/v1/things', {}, 'x');
+    const get = await gateway.get('/v1/things');
+    expect(get.body).toBe('from GET');
+    expect(get.headers['cache-status']).toContain('fwd=uri-miss');
+  });
+
+  it("keeps a customer's POST answer to that customer unless it may be shared (3.5)", async () => {
+    await setup(posting({ 'cache-control': 'max-age=60', 'content-location': '/v1/things' }));
+    await gateway.send('POST', '/v1/things', { authorization: 'Test alice orders:read' }, 'x');
+    const anonymous = await gateway.get('/v1/things');
+    expect(anonymous.body).toBe('from GET');
+    origin.setHandler(posting({ 'portico-cache-control': 'max-age=60', 'content-location': '/v1/mine' }));
+    await gateway.send('POST', '/v1/mine', { authorization: 'Test alice orders:read' }, 'x');
+    const alice = await gateway.get('/v1/mine', { authorization: 'Test alice orders:read' });
+    expect(alice.body).toBe('from POST');
+    expect(alice.headers['cache-status']).toMatch(/^Portico; hit/);
+    const bob = await gateway.get('/v1/mine', { authorization: 'Test bob orders:read' });
+    expect(bob.body).toBe('from GET');
+  });
+});
+
 describe('targeted headers, purge, metrics', () => {
   it('obeys Portico-Cache-Control over Cache-Control and strips both service headers', async () => {
     await setup(
