@@ -33,6 +33,9 @@ import { createForward } from './upstream/forward.ts';
 import { createUpstreams, type Upstreams } from './upstream/pools.ts';
 import { createRouteUpstreams, type RouteUpstreams } from './upstream/route-upstreams.ts';
 import { routeTargets } from './config/schema/routes.ts';
+import { createWebSocketMetrics } from './websocket/metrics.ts';
+import { createDial } from './websocket/upstream-dial.ts';
+import { WebSockets } from './websocket/websockets.ts';
 
 export interface BuildDeps {
   log: Logger;
@@ -72,6 +75,8 @@ export interface BuiltGateway {
   /** Present when an audit log path was given; the listener records its raw refusals here. */
   audit?: AuditLog;
   readinessChecks(): ReadinessCheck[];
+  /** Present when a route takes WebSockets: a drain closes them first (start.ts). */
+  websockets?: WebSockets;
   /** The pipeline's stages, in the order requests pass them (the dashboard shows them). */
   stageNames: readonly string[];
   /** Closes every component, last built first. */
@@ -124,6 +129,16 @@ export async function buildGateway(
     maxBodyBytes: config.listener.limits.maxBodyBytes,
     ...(deps.assertionKeys === undefined ? {} : { assertionKeys: deps.assertionKeys }),
   });
+  const websockets = config.routes.some((route) => route.websocket !== undefined)
+    ? new WebSockets({
+        dial: createDial(config.proxy, { routes: routeUpstreams, assertionKeys: deps.assertionKeys }),
+        metrics: createWebSocketMetrics(metrics.registry),
+        record: audit === undefined ? undefined : (entry) => audit.record(entry),
+        log,
+      })
+    : undefined;
+  // Deferred after the audit log, so closed before it: their close records are written.
+  if (websockets !== undefined) lifecycle.defer('websockets', () => websockets.closeAll());
   const { endpoint } = config.tracing.otlp;
   const spanExporter =
     endpoint === undefined ? undefined : createOtlpExporter({ ...config.tracing.otlp, endpoint }, log);
@@ -140,6 +155,7 @@ export async function buildGateway(
       countDeprecatedCall: createDeprecatedCallCounter(metrics.registry),
       ...(authenticator === undefined ? {} : { authenticator }),
       ...(spanExporter === undefined ? {} : { spanExporter }),
+      ...(websockets === undefined ? {} : { websockets }),
     },
     options.stages,
   );
@@ -165,6 +181,7 @@ export async function buildGateway(
     routeUpstreams,
     ...(authenticator === undefined ? {} : { authenticator }),
     ...(audit === undefined ? {} : { audit }),
+    ...(websockets === undefined ? {} : { websockets }),
     stageNames: stages.map((named) => named.name),
     readinessChecks: () =>
       readinessChecks({

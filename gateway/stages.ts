@@ -3,7 +3,7 @@
  * bottom; responses, refusals included, come back bottom to top; the proxy is terminal.
  *
  *   request-id → trace-context → hygiene → own-answers → route → deprecation → cors → authenticate
- *   → rate-limit → negotiate-encoding → cache → compress → proxy
+ *   → rate-limit → websocket → negotiate-encoding → cache → compress → proxy
  */
 import type { HttpCache } from './cache/engine/http-cache.ts';
 import type { GatewayConfig } from './config/schema/gateway.ts';
@@ -26,7 +26,9 @@ import { createRateLimitStage, RateLimitGate } from './stages/rate-limit.ts';
 import { createRequestIdStage } from './stages/request-id.ts';
 import { createRouteStage } from './stages/route.ts';
 import { createTraceContextStage } from './stages/trace-context.ts';
+import { createWebSocketStage } from './stages/websocket.ts';
 import type { Forward } from './upstream/forward.ts';
+import type { WebSockets } from './websocket/websockets.ts';
 
 export interface StageDeps {
   forward: Forward;
@@ -38,6 +40,8 @@ export interface StageDeps {
   spanExporter?: SpanExporter;
   /** Counts calls to deprecated routes; without it they are not counted. */
   countDeprecatedCall?: DeprecatedCallCounter;
+  /** Present when a route takes WebSockets. */
+  websockets?: WebSockets;
 }
 
 export type StageName =
@@ -50,6 +54,7 @@ export type StageName =
   | 'cors'
   | 'authenticate'
   | 'rate-limit'
+  | 'websocket'
   | 'negotiate-encoding'
   | 'cache'
   | 'compress'
@@ -96,6 +101,9 @@ export function createStages(
     ...(authenticate === undefined ? [] : [{ name: 'authenticate' as const, stage: authenticate }]),
     // After authentication, so that limits can count per principal, customer or key.
     { name: 'rate-limit', stage: createRateLimitStage(rateLimitGate) },
+    // Once a handshake has passed every check any request does, it is a tunnel, not an answer
+    // to encode, cache or proxy; on a route that takes none it is refused here.
+    { name: 'websocket', stage: createWebSocketStage(deps.websockets) },
     // Before the cache, which keys its variants on the Accept-Encoding this settles.
     { name: 'negotiate-encoding', stage: createNegotiateEncodingStage(config.compression) },
     // After the limits (a cache hit still counts), right before the proxy it saves a trip to.

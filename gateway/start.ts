@@ -127,6 +127,7 @@ export async function startGateway(
         built.handler(req, res);
       },
       onRefused: (refusal) => built.audit?.record(refusalEntry(refusal)),
+      extendedConnect: built.websockets !== undefined,
     });
     // Made right after the listener, before it can take a request.
     // The drain uses close, closeIdleConnections and closeAllConnections, which the edge
@@ -139,7 +140,9 @@ export async function startGateway(
     const httpsAddress = await listen(https, deps.port, config.listener.host, 'GATEWAY_PORT');
     lifecycle.defer('https listener', async () => {
       draining = true;
-      await httpsDrain.drain(config.listener.shutdownTimeoutMs);
+      // WebSockets hear 1001 (going away) as the drain begins: they would otherwise hold it
+      // until its deadline, then be cut without a close frame.
+      await Promise.all([built.websockets?.closeAll(), httpsDrain.drain(config.listener.shutdownTimeoutMs)]);
     });
 
     const redirectAddress = await startRedirect(config, httpsAddress, log, lifecycle);

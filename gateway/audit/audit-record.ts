@@ -58,7 +58,27 @@ export interface AuditEntry {
   cache?: string | undefined;
   /** Each upstream retry: the target that failed and why (an error kind, or `503`). */
   retries?: readonly { target: string; reason: string }[] | undefined;
+  /**
+   * A WebSocket's records: `open` on its handshake's record, `close` on a record of its own
+   * when it ends (same request id), with the close code, who closed, the message payload bytes
+   * and messages each way (`in`: client to upstream) and how long it was open.
+   */
+  websocket?: WebSocketAuditFacts | undefined;
 }
+
+export type WebSocketAuditFacts =
+  | { event: 'open' }
+  | {
+      event: 'close';
+      code: number;
+      reason: string;
+      closedBy: string;
+      bytesIn: number;
+      bytesOut: number;
+      messagesIn: number;
+      messagesOut: number;
+      durationMs: number;
+    };
 
 export const GENESIS_PREV = '0'.repeat(64);
 const MAX_FIELD_LENGTH = 512;
@@ -124,10 +144,16 @@ export function sealRecord(
     rateLimit: text(entry.rateLimit),
     cache: text(entry.cache),
     retries: entry.retries?.map((retry) => ({ target: text(retry.target), reason: text(retry.reason) })),
+    websocket: websocketFacts(entry.websocket),
     ...(extra.dropped === undefined ? {} : { droppedBefore: extra.dropped }),
     prev: position.prev,
   };
   return seal(escapeControls(JSON.stringify(record)));
+}
+
+function websocketFacts(facts: WebSocketAuditFacts | undefined) {
+  if (facts === undefined || facts.event === 'open') return facts;
+  return { ...facts, reason: text(facts.reason), closedBy: text(facts.closedBy) };
 }
 
 /** Builds the sealed line of a gap record, written at `time`, at `position`. */

@@ -5,7 +5,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { constants, type Http2ServerRequest, type Http2ServerResponse, type Http2Session } from 'node:http2';
 import { headersTooLarge, requestTimeout } from './http-hygiene.ts';
-import { drainAfterAnswer, headerBytes, type Http2Limits } from './http2.ts';
+import { drainAfterAnswer, headerBytes, stopReceiving, type Http2Limits } from './http2.ts';
 import type { Refusals } from './raw-refusal.ts';
 
 /** Header lists past `maxHeaderBytes` one connection may send before it is closed. */
@@ -42,7 +42,11 @@ export function createHttp2Requests(
       return;
     }
     const { stream } = req;
-    if (!stream.endAfterHeaders) {
+    // A WebSocket's stream (RFC 8441) stays open both ways for as long as the WebSocket does:
+    // what it carries is no request body, bounded by time or drained, but frames, and the
+    // websocket stage bounds those. A refusal stops it as any early answer does.
+    if (req.headers[':protocol'] !== undefined) stopReceiving(stream);
+    else if (!stream.endAfterHeaders) {
       const timer = setTimeout(() => {
         if (stream.destroyed || stream.state.remoteClose === 1) return;
         if (res.headersSent) return stream.close(constants.NGHTTP2_CANCEL);

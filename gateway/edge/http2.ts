@@ -61,6 +61,11 @@ export class EdgeHttp2Request extends Http2ServerRequest {
     options: ReadableOptions,
     rawHeaders: readonly string[],
   ) {
+    // RFC 8441: a WebSocket opened on a stream is an extended CONNECT; upstream it becomes
+    // HTTP/1.1's GET with Upgrade, and the pipeline sees it as that GET (the websocket stage
+    // knows it by `:protocol`). Rewritten before Node reads the method: it then comes as a
+    // request, not as a CONNECT (which the listener refuses).
+    if (headers[':method'] === 'CONNECT' && headers[':protocol'] === 'websocket') headers[':method'] = 'GET';
     super(stream, headers, options, rawHeaders);
     const authority = headers[':authority'];
     if (headers.host === undefined && typeof authority === 'string') headers.host = authority;
@@ -126,6 +131,8 @@ const MAX_HEADER_LIST_PAIRS = 256;
 export function http2ServerOptions(
   config: Http2Config,
   limits: Http2Limits,
+  /** RFC 8441's SETTINGS_ENABLE_CONNECT_PROTOCOL: WebSockets over HTTP/2, when a route takes them. */
+  extendedConnect = false,
 ): SecureServerOptions<
   typeof IncomingMessage,
   typeof ServerResponse,
@@ -137,6 +144,7 @@ export function http2ServerOptions(
       maxConcurrentStreams: config.maxConcurrentStreams,
       maxHeaderListSize: limits.maxHeaderBytes * 2,
       enablePush: false,
+      ...(extendedConnect ? { enableConnectProtocol: true } : {}),
     },
     maxHeaderListPairs: MAX_HEADER_LIST_PAIRS,
     // nghttp2's token bucket of received RST_STREAMs (Node's own defence: burst 1000, 33/s).

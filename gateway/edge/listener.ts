@@ -4,7 +4,7 @@
  * only redirects.
  */
 import { createServer as createHttpServer, Server as HttpServer } from 'node:http';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ServerResponse, type IncomingMessage } from 'node:http';
 import {
   createSecureServer,
   Http2ServerRequest,
@@ -24,6 +24,7 @@ import { createProgressTimeouts } from './progress-timeout.ts';
 import { NOSNIFF, connectProblem, createRefusals, requestLineOf, type Refusal } from './raw-refusal.ts';
 import { TLS_OPTIONS, type CertificatePair } from './tls.ts';
 import { answerPlainHttp } from './plain-http-on-tls.ts';
+import { upgradeResponse } from './upgrade-request.ts';
 
 export function hstsValue(config: ListenerConfig['hsts']): string | undefined {
   if (!config.enabled) return undefined;
@@ -41,6 +42,11 @@ export interface ListenerDeps {
   onRequest: (req: IncomingMessage, res: ServerResponse) => void;
   /** Told of every answer written straight to a socket, for the audit log. */
   onRefused?: (refusal: Refusal) => void;
+  /**
+   * Whether HTTP/2 clients may open WebSockets (RFC 8441's SETTINGS_ENABLE_CONNECT_PROTOCOL):
+   * when a route takes them.
+   */
+  extendedConnect?: boolean;
 }
 
 /**
@@ -69,7 +75,9 @@ export function createHttpsListener(config: ListenerConfig, deps: ListenerDeps):
     {
       ...TLS_OPTIONS,
       ...deps.certificate,
-      ...(config.http2.enabled ? http2ServerOptions(config.http2, limits) : { ALPNCallback: http1Only }),
+      ...(config.http2.enabled
+        ? http2ServerOptions(config.http2, limits, deps.extendedConnect ?? false)
+        : { ALPNCallback: http1Only }),
       allowHTTP1: true,
       ...http1Options(limits),
       handshakeTimeout: limits.headersTimeoutMs,
@@ -99,6 +107,16 @@ export function createHttpsListener(config: ListenerConfig, deps: ListenerDeps):
   // Any other expectation goes through the pipeline, whose hygiene stage refuses it with a 417
   // problem: without a listener Node answers a bare 417, unaudited and without our fields.
   server.on('checkExpectation', dispatch);
+  // Requests with Upgrade go through the pipeline too (upgrade-request.ts), where the websocket
+  // stage decides: without this listener Node would serve them as plain requests.
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const res = upgradeResponse(req, socket, head);
+    if (!(res instanceof ServerResponse)) {
+      refuse.socket(socket, res, { method: req.method ?? 'OTHER', target: req.url ?? '' });
+      return;
+    }
+    http1.onRequest(req, res);
+  });
   server.on('clientError', (error: NodeJS.ErrnoException & { rawPacket?: unknown }, socket: Duplex) => {
     const problem = clientErrorProblem(error);
     const inProgress = http1.pending.get(socket);

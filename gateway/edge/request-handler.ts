@@ -8,7 +8,8 @@ import type { Logger } from 'pino';
 import { HttpProblem, sendProblem } from '../../shared/errors.ts';
 import { http2BodyFollows } from './http2.ts';
 import { cutResponse, writeResponse } from './respond.ts';
-import type { RequestAccounting } from '../observability/request-accounting.ts';
+import type { AnswerProgress, RequestAccounting } from '../observability/request-accounting.ts';
+import { answerWithTunnel } from './tunnel-answer.ts';
 import type { ClientRequest } from '../pipeline/client-request.ts';
 import { ClientSignal } from '../pipeline/client-signal.ts';
 import { ClientGoneError, createContext, type GatewayContext } from '../pipeline/context.ts';
@@ -30,10 +31,21 @@ export function createRequestHandler(deps: RequestHandlerDeps): RequestHandler {
   const { run, log, clientIpOf, accounting } = deps;
   const answerHeaders = deps.answerHeaders ?? {};
 
-  async function handle(ctx: GatewayContext, res: ServerResponse): Promise<void> {
+  async function handle(
+    ctx: GatewayContext,
+    res: ServerResponse,
+    account: (progress: AnswerProgress) => void,
+  ): Promise<void> {
     try {
       await run(ctx);
       if (ctx.response === undefined) throw new Error('no stage produced a response');
+      const { tunnel } = ctx.response;
+      if (tunnel !== undefined) {
+        const status = answerWithTunnel(ctx.req, res, { ...ctx.response, tunnel }, answerHeaders);
+        // The request is over once the connection is handed over; the tunnel has its own records.
+        if (status !== undefined) account({ headersSent: true, statusCode: status, writableFinished: true });
+        return;
+      }
       await writeResponse(res, ctx.response, answerHeaders, deps.gatewayFields);
     } catch (error) {
       if (error instanceof ClientGoneError || res.destroyed) return;
@@ -65,11 +77,19 @@ export function createRequestHandler(deps: RequestHandlerDeps): RequestHandler {
     const timing = { startedMs: performance.now(), startedAt: Date.now() };
     const signal = new ClientSignal();
     const ctx = createContext(req, res, log, signal, clientIpOf(req), hasRequestBody(req) ? req : null);
+    // Once: when the response closes, or sooner when the connection went to a tunnel (its
+    // response closes only when the tunnel does).
+    let accounted = false;
+    const account = (progress: AnswerProgress) => {
+      if (accounted) return;
+      accounted = true;
+      accounting.finished(ctx, progress, timing);
+    };
     res.once('close', () => {
       if (!res.writableFinished) signal.abort();
-      accounting.finished(ctx, res, timing);
+      account(res);
     });
-    void handle(ctx, res);
+    void handle(ctx, res, account);
   };
 }
 

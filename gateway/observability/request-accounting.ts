@@ -12,9 +12,15 @@ import type { GatewayMetrics } from './metrics.ts';
 import { routeLabel } from '../config/schema/route-name.ts';
 
 export interface RequestAccounting {
-  /** Called once per request, when its response closed (finished or cut). */
-  finished(ctx: GatewayContext, res: ServerResponse, timing: RequestTiming): void;
+  /**
+   * Called once per request, when its response closed (finished or cut), or when its head went
+   * out for an answer that hands the connection over (a WebSocket's, edge/tunnel-answer.ts).
+   */
+  finished(ctx: GatewayContext, res: AnswerProgress, timing: RequestTiming): void;
 }
+
+/** What the accounting reads of the client's response. */
+export type AnswerProgress = Pick<ServerResponse, 'headersSent' | 'statusCode' | 'writableFinished'>;
 
 /** When a request began: `startedMs` on the monotonic clock (performance.now), `startedAt` epoch ms. */
 export interface RequestTiming {
@@ -81,5 +87,6 @@ function auditEntry(
     rateLimit: facts.rateLimit,
     cache: facts.cache,
     retries: facts.retries,
+    websocket: facts.websocket === undefined ? undefined : { event: facts.websocket },
   };
 }

@@ -23,7 +23,7 @@
  * chain has unwound, so response-side stages can still change status, headers or body.
  */
 import type { ServerResponse } from 'node:http';
-import { Readable } from 'node:stream';
+import { Readable, type Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { HttpProblem } from '../../shared/errors.ts';
 import type { ClientRequest, ResponseProgress } from './client-request.ts';
@@ -49,6 +49,20 @@ export interface GatewayResponse {
    * 504) rather than relaying the upstream's answer.
    */
   problem?: HttpProblem;
+  /**
+   * Set on an answer that hands the client's connection over instead of sending a body (an
+   * accepted WebSocket handshake, gateway/websocket/): the request handler writes the head
+   * (101, or 200 on an HTTP/2 stream) and gives the tunnel the connection.
+   */
+  tunnel?: Tunnel | undefined;
+}
+
+/** What takes over a client's connection once the answer's head is out. */
+export interface Tunnel {
+  /** Takes the connection: a socket (HTTP/1.1 upgrade) or an HTTP/2 stream (RFC 8441). */
+  open(connection: Duplex): void;
+  /** The head was never sent (the client left, a write failed): ends what was opened for it. */
+  abandon(): void;
 }
 
 /**
@@ -105,6 +119,8 @@ export interface RequestFacts {
   retries?: { target: string; reason: string }[] | undefined;
   /** The W3C trace id this request belongs to (trace-context stage). */
   traceId?: string | undefined;
+  /** `open` when the request opened a WebSocket: its record is the connection's open record. */
+  websocket?: 'open' | undefined;
 }
 
 /** What the stages know about one request. */
@@ -182,6 +198,7 @@ class RequestContext implements GatewayContext {
       cache: undefined,
       retries: undefined,
       traceId: undefined,
+      websocket: undefined,
     };
     this.signal = signal;
     this.#log = log;

@@ -137,8 +137,11 @@ export function createForward(config: ProxyConfig, deps: ForwardDeps): Forward {
   };
 }
 
-/** The request's headers as they go upstream: forwarding fields, and the principal asserted. */
-function upstreamHeaders(
+/**
+ * The request's headers as they go upstream: forwarding fields, and the principal asserted.
+ * The WebSocket relay sends its handshake upstream with the same (gateway/websocket/).
+ */
+export function upstreamHeaders(
   ctx: GatewayContext,
   config: Pick<ProxyConfig, 'trustProxy' | 'viaName'>,
   signingKey: AssertionKey | undefined,

@@ -10,7 +10,7 @@
  * taken; the last good one stays until the files are whole again.
  */
 import { readFileSync, statSync } from 'node:fs';
-import { createSecureContext } from 'node:tls';
+import { createSecureContext, type ConnectionOptions } from 'node:tls';
 import { buildConnector } from 'undici';
 import { pemBundle, TLS_CLIENT_OPTIONS } from '../../shared/tls-policy.ts';
 import type { UpstreamTls } from '../config/schema/upstream.ts';
@@ -99,5 +99,34 @@ export function createTlsConnector(
     const withoutName = { ...connectOptions };
     delete withoutName.servername;
     current.connect(withoutName, callback);
+  };
+}
+
+/**
+ * The same settings as TLS options for a client other than undici (the WebSocket relay's
+ * HTTP/1.1 upgrade, gateway/websocket/): the origin's files, re-read when they change on disk
+ * and kept at the last good set meanwhile, its server name, and verification always on.
+ */
+export function createTlsOptions(settings: UpstreamTls | undefined, path: string): () => ConnectionOptions {
+  const files = [settings?.caFile, settings?.certFile, settings?.keyFile].filter(
+    (file): file is string => file !== undefined,
+  );
+  const build = (): ConnectionOptions => ({
+    ...TLS_CLIENT_OPTIONS,
+    ...readTls(settings, path),
+    ...(settings?.serverName === undefined ? {} : { servername: settings.serverName }),
+    rejectUnauthorized: true,
+  });
+  let current = { stamp: stamp(files), options: build() };
+  return () => {
+    const now = files.length === 0 ? current.stamp : stamp(files);
+    if (now !== current.stamp) {
+      try {
+        current = { stamp: now, options: build() };
+      } catch {
+        // Half-rotated files: keep the last good set (see the file comment).
+      }
+    }
+    return current.options;
   };
 }

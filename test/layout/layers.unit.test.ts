@@ -28,6 +28,8 @@ const GATEWAY_LAYERS: Record<string, number> = {
   routing: 4.2,
   upstream: 4.2,
   cache: 4.2,
+  // Above upstream/, whose target choice, headers and TLS settings its upgrades reuse.
+  websocket: 4.3,
   stages: 5,
   edge: 6,
   admin: 6,

@@ -7,6 +7,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { CorsDefinitionSchema, checkCorsDefinition } from './cors.ts';
 import { DeprecationSchema, checkDeprecation } from './deprecation.ts';
+import { WebSocketRouteSchema, checkWebSocketRoute } from './websocket.ts';
 import { ROUTE_MATCH_PROPERTIES, checkRouteMatch, hasMatchConditions, matchKey } from './route-match.ts';
 import { ROUTE_NAME_PROPERTIES, checkRouteNames } from './route-name.ts';
 import { ROUTE_REWRITE_PROPERTIES, checkRouteRewrite, type PathMap } from './route-rewrite.ts';
@@ -191,6 +192,7 @@ export const RouteDefinitionSchema = Type.Object(
     ),
     deprecation: Type.Optional(DeprecationSchema),
     cors: Type.Optional(CorsDefinitionSchema),
+    websocket: Type.Optional(WebSocketRouteSchema),
     rateLimits: Type.Optional(
       Type.Array(Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' }), {
         uniqueItems: true,
@@ -271,6 +273,8 @@ export function checkRouteDefinitions(
     if (route.deprecation !== undefined)
       problems.push(...checkDeprecation(route.deprecation, `${at}.deprecation`));
     if (route.cors !== undefined) problems.push(...checkCorsDefinition(route.cors, `${at}.cors`));
+    if (route.websocket !== undefined)
+      problems.push(...checkWebSocketRoute(route.websocket, `${at}.websocket`));
     problems.push(...checkRouteMatch(route, at), ...checkRouteRewrite(route, at));
     const ownsTargets = route.upstream !== undefined || route.upstreams !== undefined;
     if (ownsTargets) problems.push(...checkRouteUpstreams(route, at));

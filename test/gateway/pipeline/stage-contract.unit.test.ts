@@ -42,6 +42,7 @@ const ADAPTS: Record<string, readonly string[]> = {
   'request-id.ts': [],
   'route.ts': ['routing'],
   'trace-context.ts': ['observability'],
+  'websocket.ts': ['websocket'],
 };
 
 /** Stage files: those whose factory makes a stage. */
