@@ -65,6 +65,18 @@ export const ENVIRONMENT_VARIABLES: readonly EnvironmentVariable[] = [
     meaning: '`kid:base64secret,...` signing API keys (first signs, all verify)',
   },
   {
+    name: 'PORTICO_INTROSPECTION_CLIENT_SECRET',
+    default: 'none',
+    meaning:
+      "the gateway's client secret at the introspection endpoint (`auth.introspection`, `client_secret_basic`), unless `clientSecretFile` is set",
+  },
+  {
+    name: 'PORTICO_INTROSPECTION_PRIVATE_KEY',
+    default: 'none',
+    meaning:
+      "the gateway's private key (PKCS#8 PEM or private JWK) for `private_key_jwt` at the introspection endpoint, unless `privateKeyFile` is set",
+  },
+  {
     name: 'GATEWAY_UPSTREAM_CA_FILE',
     default: 'the development CA',
     meaning: 'CA(s) the gateway trusts for the default service route (`proxy.upstreamTls` for others)',

@@ -177,6 +177,8 @@ function productionProblems(config: GatewayConfig, env: NodeJS.ProcessEnv): stri
   const takesTokens = routes.some((route) => route.auth !== 'none');
   if (env['NODE_ENV'] !== 'production' || !takesTokens) return [];
   if (jwt.jwksUrl !== undefined || jwt.jwksFile !== undefined) return [];
+  // Opaque tokens alone: the development issuer is not trusted at all (acceptJwt needs keys).
+  if (config.auth.introspection !== undefined) return [];
   return [
     'auth.jwt: NODE_ENV=production needs the identity provider: set jwksUrl (or jwksFile), issuer and audience; ' +
       "the development issuer is per data dir, each replica's own",

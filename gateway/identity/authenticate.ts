@@ -23,7 +23,9 @@ import { createFileApiKeyStore, createRedisApiKeyStore, type ApiKeyStore } from 
 import { credentialInUrl, invalidToken, keysUnavailable, unauthenticated } from './auth-problems.ts';
 import { checkAuthConfig, type AuthConfig } from '../config/schema/identity.ts';
 import { loadOrCreateDevIssuer } from './dev-issuer.ts';
-import { createJwtVerifier, type JwtVerifier } from './jwt-verifier.ts';
+import { createJwtVerifier } from './jwt-verifier.ts';
+import type { IntrospectionFetch } from './introspection/endpoint.ts';
+import { createOpaqueTokens, eitherKind, type BearerVerifier } from './introspection/opaque-tokens.ts';
 import {
   createRemoteKeySource,
   createStaticKeySource,
@@ -55,7 +57,9 @@ export interface AuthenticatorDeps {
   logger: Logger;
   /** Fetch for the JWKS URL (tests pass one trusting their CA); undici's by default. */
   fetch?: JwksFetch;
-  /** Defaults to process.env; read for PORTICO_APIKEY_SIGNING_KEYS. */
+  /** Fetch for the introspection endpoint, likewise. */
+  introspectionFetch?: IntrospectionFetch;
+  /** Defaults to process.env; read for PORTICO_APIKEY_SIGNING_KEYS and the introspection secret. */
   env?: NodeJS.ProcessEnv;
   /** Epoch milliseconds; injectable so tests move time instead of waiting. */
   now?: () => number;
@@ -132,11 +136,45 @@ function trustedIssuer(
 export function createAuthenticator(config: AuthConfig, deps: AuthenticatorDeps): Authenticator {
   const problems = checkAuthConfig(config);
   if (problems.length > 0) throw new Error(`invalid auth config:\n  ${problems.join('\n  ')}`);
-  const { jwt } = config;
+  const { jwt, introspection } = config;
   const now = deps.now ?? Date.now;
+  const env = deps.env ?? process.env;
 
+  // Opaque tokens alone trust no JWT issuer, the development one included.
+  const jwtVerifier =
+    introspection === undefined || introspection.acceptJwt ? jwtTokens(jwt, deps, now) : undefined;
+  const opaque =
+    introspection === undefined
+      ? undefined
+      : createOpaqueTokens(introspection, jwt, {
+          logger: deps.logger,
+          env,
+          now,
+          ...(deps.introspectionFetch === undefined ? {} : { fetch: deps.introspectionFetch }),
+        });
+  const bearer =
+    jwtVerifier === undefined
+      ? opaque!
+      : opaque === undefined
+        ? jwtVerifier
+        : eitherKind(jwtVerifier, opaque);
+
+  const apiKeys: ApiKeys | undefined = config.apiKeys.enabled
+    ? {
+        ring: loadApiKeySigningKeys(env, deps.dataDir),
+        store:
+          deps.redis === undefined
+            ? createFileApiKeyStore(deps.dataDir, { pollMs: FILE_STORE_POLL_MS })
+            : createRedisApiKeyStore(deps.redis),
+      }
+    : undefined;
+
+  return new EdgeAuthenticator(bearer, jwtVerifier?.keys, apiKeys, deps.logger);
+}
+
+/** The JWT verifier of the trusted issuer, and its keys (for readiness and close). */
+function jwtTokens(jwt: AuthConfig['jwt'], deps: AuthenticatorDeps, now: () => number) {
   const { keys, issuer, audience } = trustedIssuer(jwt, deps, now);
-
   const verifier = createJwtVerifier({
     issuer,
     audience,
@@ -149,18 +187,7 @@ export function createAuthenticator(config: AuthConfig, deps: AuthenticatorDeps)
     keys,
     now,
   });
-
-  const apiKeys: ApiKeys | undefined = config.apiKeys.enabled
-    ? {
-        ring: loadApiKeySigningKeys(deps.env ?? process.env, deps.dataDir),
-        store:
-          deps.redis === undefined
-            ? createFileApiKeyStore(deps.dataDir, { pollMs: FILE_STORE_POLL_MS })
-            : createRedisApiKeyStore(deps.redis),
-      }
-    : undefined;
-
-  return new EdgeAuthenticator(verifier, keys, apiKeys, deps.logger);
+  return { known: verifier.known, verify: verifier.verify, keys };
 }
 
 /** API keys, when enabled: the signing ring (loaded once per process) and the revocation store. */
@@ -181,12 +208,18 @@ class EdgeAuthenticator implements Authenticator {
   // The ring is loaded once per process, so a signature that verified stays verified.
   private readonly verifiedApiKeys = new LRUCache<string, ApiKeyClaims>({ max: VERIFIED_API_KEYS });
 
-  private readonly verifier: JwtVerifier;
-  private readonly keys: KeySource;
+  private readonly verifier: BearerVerifier;
+  /** The JWT issuer's keys; none when only opaque tokens are accepted. */
+  private readonly keys: KeySource | undefined;
   private readonly apiKeys: ApiKeys | undefined;
   private readonly logger: Logger;
 
-  constructor(verifier: JwtVerifier, keys: KeySource, apiKeys: ApiKeys | undefined, logger: Logger) {
+  constructor(
+    verifier: BearerVerifier,
+    keys: KeySource | undefined,
+    apiKeys: ApiKeys | undefined,
+    logger: Logger,
+  ) {
     this.verifier = verifier;
     this.keys = keys;
     this.apiKeys = apiKeys;
@@ -225,11 +258,11 @@ class EdgeAuthenticator implements Authenticator {
   }
 
   ready(): boolean {
-    return this.keys.ready();
+    return this.keys?.ready() ?? true;
   }
 
   close(): void {
-    this.keys.close();
+    this.keys?.close();
     this.apiKeys?.store.close();
   }
 

@@ -3,6 +3,7 @@
  * strictly we check them, and whether signed API keys are accepted.
  */
 import { Type, type Static } from '@sinclair/typebox';
+import { checkIntrospectionConfig, IntrospectionConfigSchema } from './introspection.ts';
 
 /**
  * Asymmetric algorithms only: a shared-secret algorithm (HS*) next to public keys is how the
@@ -118,7 +119,11 @@ export const ApiKeysConfigSchema = Type.Object(
 );
 
 export const AuthConfigSchema = Type.Object(
-  { jwt: JwtConfigSchema, apiKeys: ApiKeysConfigSchema },
+  {
+    jwt: JwtConfigSchema,
+    apiKeys: ApiKeysConfigSchema,
+    introspection: Type.Optional(IntrospectionConfigSchema),
+  },
   { additionalProperties: false, default: {}, description: 'Authentication of every request at the edge.' },
 );
 
@@ -159,5 +164,7 @@ export function checkAuthConfig(config: AuthConfig): string[] {
       problems.push('/auth/jwt/jwksUrl: must be https (http only for loopback hosts)');
     }
   }
+  if (config.introspection !== undefined)
+    problems.push(...checkIntrospectionConfig(config.introspection, external));
   return problems;
 }

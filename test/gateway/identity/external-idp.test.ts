@@ -6,11 +6,9 @@
  * says at start which issuer it trusts. Scopes from `scp` arrays are checked with tokens of our
  * own signing, since oidc-provider only ever writes `scope`.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { exportJWK, generateKeyPair, SignJWT, decodeProtectedHeader, type CryptoKey } from 'jose';
 import * as client from 'openid-client';
 import { pino } from 'pino';
@@ -22,32 +20,16 @@ import { loadAssertionKeys } from '../../../shared/assertion-keys.ts';
 import { IDENTITY_HEADER, verifyAssertion } from '../../../shared/identity-assertion.ts';
 import { startGatewayProcess, type GatewayProcess } from '../support/gateway-process.ts';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/harness.ts';
+import { startExternalIdp, type ExternalIdp } from './support/external-idp.ts';
 
 const AUDIENCE = 'https://api.portico.test';
-const IDP_SCRIPT = new URL('./support/external-idp-server.ts', import.meta.url).pathname;
-
-let idp: { child: ChildProcess; issuer: string };
+let idp: ExternalIdp;
 let upstream: RecordingUpstream;
 let gateway: GatewayProcess & { configFile: string };
 const dirs: string[] = [];
 const authenticators: Authenticator[] = [];
 // The gateway process serves the self-signed development certificate of its data dir.
 const insecureLocalAgent = new Agent({ connect: { rejectUnauthorized: false } });
-
-async function startIdp(): Promise<{ child: ChildProcess; issuer: string }> {
-  const child = spawn(process.execPath, [IDP_SCRIPT], { stdio: ['pipe', 'pipe', 'pipe'] });
-  let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const line = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`identity provider not up in 15 s: ${stderr}`)), 15_000);
-    createInterface({ input: child.stdout }).once('line', (text) => {
-      clearTimeout(timer);
-      resolve(text);
-    });
-    child.once('exit', (code) => reject(new Error(`identity provider exited ${code}: ${stderr}`)));
-  });
-  return { child, issuer: (JSON.parse(line) as { issuer: string }).issuer };
-}
 
 /** An access token as any OAuth client gets one: discovery, then the client-credentials grant. */
 async function tokenFor(clientId: string, scope = 'orders:read invoices:read'): Promise<string> {
@@ -64,7 +46,7 @@ async function tokenFor(clientId: string, scope = 'orders:read invoices:read'): 
 }
 
 beforeAll(async () => {
-  idp = await startIdp();
+  idp = await startExternalIdp();
   upstream = await startRecordingUpstream();
   gateway = await startGatewayProcess({
     routes: [{ prefix: '/v1', upstream: upstream.url, auth: 'required' }],
@@ -83,11 +65,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await gateway?.stop();
   await upstream?.close();
-  if (idp !== undefined && idp.child.exitCode === null) {
-    const exited = new Promise((resolve) => idp.child.once('exit', resolve));
-    idp.child.kill('SIGTERM');
-    await exited;
-  }
+  await idp?.stop();
   for (const auth of authenticators) auth.close();
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   await insecureLocalAgent.close();

@@ -8,7 +8,16 @@
  * - `client-nested`: in a nested object (`ext.customer_id`);
  * - `client-plain`: nowhere the gateway looks by default... except `customer_id` (the default).
  *
- * Prints one JSON line `{"issuer": ...}` once listening; stops on SIGTERM or when stdin closes.
+ * Opaque tokens (RFC 7662 introspection, its `introspection` and `revocation` features):
+ *
+ * - `opaque-a`, `opaque-b`: get opaque (reference) access tokens, with `customer_id`; a token
+ *   asked for the resource `https://other.api.test` is for that audience instead;
+ * - `portico-gateway`: the gateway's own client at the introspection endpoint, by
+ *   `client_secret_basic` (secret `portico-gateway-secret`);
+ * - `portico-gateway-jwt`: the same by `private_key_jwt`, with the key printed at start.
+ *
+ * Prints one JSON line `{"issuer": ..., "gatewayKey": <private JWK>}` once listening; stops on
+ * SIGTERM or when stdin closes.
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -16,6 +25,7 @@ import { exportJWK, generateKeyPair } from 'jose';
 import Provider from 'oidc-provider';
 
 export const AUDIENCE = 'https://api.portico.test';
+export const OTHER_AUDIENCE = 'https://other.api.test';
 const SCOPES = 'orders:read orders:write payments:write invoices:read admin';
 
 const CLAIMS: Record<string, Record<string, unknown>> = {
@@ -24,43 +34,68 @@ const CLAIMS: Record<string, Record<string, unknown>> = {
   'client-plain': { customer_id: 'cust-plain' },
 };
 
+const OPAQUE: Record<string, Record<string, unknown>> = {
+  'opaque-a': { customer_id: 'cust-opaque-a' },
+  'opaque-b': { customer_id: 'cust-opaque-b' },
+};
+
 const { privateKey } = await generateKeyPair('ES256', { extractable: true });
 const key = { ...(await exportJWK(privateKey)), kid: 'idp-key-1', alg: 'ES256', use: 'sig' };
+const gatewayPair = await generateKeyPair('ES256', { extractable: true });
+const gatewayKey = { ...(await exportJWK(gatewayPair.privateKey)), kid: 'gw-key-1', alg: 'ES256' };
+const gatewayPublicKey: Record<string, unknown> = { ...gatewayKey };
+delete gatewayPublicKey['d'];
 
 const server = createServer();
 await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
 const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
 const provider = new Provider(issuer, {
-  clients: Object.keys(CLAIMS).map((clientId) => ({
-    client_id: clientId,
-    client_secret: `${clientId}-secret`,
-    grant_types: ['client_credentials'],
-    redirect_uris: [],
-    response_types: [],
-    token_endpoint_auth_method: 'client_secret_basic',
-    id_token_signed_response_alg: 'ES256',
-    scope: SCOPES,
-  })),
+  clients: [
+    ...[...Object.keys(CLAIMS), ...Object.keys(OPAQUE), 'portico-gateway'].map((clientId) => ({
+      client_id: clientId,
+      client_secret: `${clientId}-secret`,
+      grant_types: ['client_credentials'],
+      redirect_uris: [],
+      response_types: [],
+      token_endpoint_auth_method: 'client_secret_basic',
+      id_token_signed_response_alg: 'ES256',
+      scope: SCOPES,
+    })),
+    {
+      client_id: 'portico-gateway-jwt',
+      grant_types: ['client_credentials'],
+      redirect_uris: [],
+      response_types: [],
+      token_endpoint_auth_method: 'private_key_jwt',
+      token_endpoint_auth_signing_alg: 'ES256',
+      id_token_signed_response_alg: 'ES256',
+      jwks: { keys: [gatewayPublicKey] },
+      scope: SCOPES,
+    },
+  ],
   jwks: { keys: [key] },
   scopes: SCOPES.split(' '),
   features: {
     devInteractions: { enabled: false },
     clientCredentials: { enabled: true },
+    introspection: { enabled: true },
+    revocation: { enabled: true },
     resourceIndicators: {
       enabled: true,
       defaultResource: () => AUDIENCE,
       useGrantedResource: () => true,
-      getResourceServerInfo: () => ({
-        audience: AUDIENCE,
+      getResourceServerInfo: (_ctx: unknown, resource: string, client: { clientId: string }) => ({
+        audience: resource === OTHER_AUDIENCE ? OTHER_AUDIENCE : AUDIENCE,
         scope: SCOPES,
-        accessTokenFormat: 'jwt',
+        accessTokenFormat: client.clientId in OPAQUE ? 'opaque' : 'jwt',
         accessTokenTTL: 600,
         jwt: { sign: { alg: 'ES256' } },
       }),
     },
   },
-  extraTokenClaims: (_ctx: unknown, token: { clientId?: string }) => CLAIMS[token.clientId ?? ''] ?? {},
+  extraTokenClaims: (_ctx: unknown, token: { clientId?: string }) =>
+    CLAIMS[token.clientId ?? ''] ?? OPAQUE[token.clientId ?? ''] ?? {},
 });
 server.on('request', provider.callback());
 
@@ -71,4 +106,4 @@ const stop = () => {
 process.once('SIGTERM', stop);
 process.stdin.on('end', stop);
 process.stdin.resume();
-process.stdout.write(`${JSON.stringify({ issuer })}\n`);
+process.stdout.write(`${JSON.stringify({ issuer, gatewayKey })}\n`);

@@ -1,0 +1,93 @@
+/**
+ * Builds the opaque-token side of the authenticator from `auth.introspection`, and the choice
+ * between the two kinds of bearer token when JWTs are accepted too.
+ */
+import { decodeProtectedHeader } from 'jose';
+import type { Logger } from 'pino';
+import { fetch as undiciFetch } from 'undici';
+import type { Principal } from '../../../shared/principal.ts';
+import type { JwtConfig } from '../../config/schema/identity.ts';
+import type { IntrospectionConfig } from '../../config/schema/introspection.ts';
+import type { JwtResult } from '../jwt-verifier.ts';
+import { answerJudge } from './answer.ts';
+import { loadClientCredential } from './client-credential.ts';
+import { introspectionEndpoint, type IntrospectionFetch } from './endpoint.ts';
+import { createIntrospectionVerifier, type IntrospectionVerifier } from './verifier.ts';
+
+export interface OpaqueTokenDeps {
+  logger: Logger;
+  env: NodeJS.ProcessEnv;
+  now: () => number;
+  fetch?: IntrospectionFetch;
+}
+
+export function createOpaqueTokens(
+  config: IntrospectionConfig,
+  jwt: JwtConfig,
+  deps: OpaqueTokenDeps,
+): IntrospectionVerifier {
+  const introspect = introspectionEndpoint({
+    url: config.endpoint,
+    credential: loadClientCredential(config, deps.env),
+    fetch: deps.fetch ?? undiciFetch,
+    timeoutMs: config.timeoutMs,
+    logger: deps.logger,
+  });
+  deps.logger.info(
+    {
+      issuer: config.issuer,
+      audience: config.audience,
+      endpoint: config.endpoint,
+      clientAuth: config.clientAuth,
+      acceptJwt: config.acceptJwt,
+      customerClaim: jwt.customerClaim,
+    },
+    'introspecting opaque access tokens at the configured endpoint',
+  );
+  return createIntrospectionVerifier({
+    introspect,
+    judge: answerJudge({
+      issuer: config.issuer,
+      audience: config.audience,
+      customerClaim: jwt.customerClaim,
+      clockSkewSeconds: jwt.clockSkewSeconds,
+      maxLifetimeSeconds: jwt.maxLifetimeSeconds,
+    }),
+    cacheMaxSeconds: config.cacheMaxSeconds,
+    negativeCacheSeconds: config.negativeCacheSeconds,
+    cacheMaxEntries: config.cacheMaxEntries,
+    maxTokenBytes: jwt.maxTokenBytes,
+    now: deps.now,
+  });
+}
+
+/** What the authenticator asks of a bearer-token verifier, whichever kind it verifies. */
+export interface BearerVerifier {
+  known(token: string): Principal | undefined;
+  verify(token: string): Promise<JwtResult>;
+}
+
+const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
+
+/**
+ * JWTs and opaque tokens of one issuer, side by side: a token that parses as a JWS is a JWT
+ * and is verified here (a JWT the IdP would not introspect anyway), any other is introspected.
+ * A forged "JWT" therefore never costs an introspection call.
+ */
+export function eitherKind(jwt: BearerVerifier, opaque: BearerVerifier): BearerVerifier {
+  return {
+    // Shape only on the fast path: a token in either cache was sorted the same way before.
+    known: (token) => (COMPACT_JWS.test(token) ? jwt.known(token) : opaque.known(token)),
+    verify: (token) => (parsesAsJws(token) ? jwt.verify(token) : opaque.verify(token)),
+  };
+}
+
+function parsesAsJws(token: string): boolean {
+  if (!COMPACT_JWS.test(token)) return false;
+  try {
+    decodeProtectedHeader(token);
+    return true;
+  } catch {
+    return false;
+  }
+}

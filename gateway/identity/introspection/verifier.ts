@@ -1,0 +1,102 @@
+/**
+ * Opaque access tokens, judged by the identity provider's introspection endpoint and
+ * remembered by the SHA-256 digest of the token (never the token): an active answer until the
+ * earlier of the token's `exp` and `cacheMaxSeconds`, an inactive one for
+ * `negativeCacheSeconds`. However many requests bring a new token at once, it is introspected
+ * once: the others wait for that answer. The endpoint down is a 503 for tokens not yet known,
+ * never an "allow"; tokens known keep working until their answer expires.
+ */
+import { hash as digest } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
+import type { Principal } from '../../../shared/principal.ts';
+import type { JwtResult } from '../jwt-verifier.ts';
+import type { AnswerMeaning } from './answer.ts';
+import type { IntrospectionCall } from './endpoint.ts';
+
+export interface IntrospectionVerifierOptions {
+  introspect: (token: string) => Promise<IntrospectionCall>;
+  judge: (answer: Record<string, unknown>, now: number) => AnswerMeaning;
+  cacheMaxSeconds: number;
+  negativeCacheSeconds: number;
+  cacheMaxEntries: number;
+  maxTokenBytes: number;
+  now: () => number;
+}
+
+/** A remembered answer: the principal of an active token, or why it was refused. */
+type Remembered =
+  { principal: Principal; until: number } | { principal?: undefined; reason: string; until: number };
+
+export interface IntrospectionVerifier {
+  /** The principal of a token with a remembered active answer; synchronous, no call. */
+  known(token: string): Principal | undefined;
+  verify(token: string): Promise<JwtResult>;
+  /** Drops the remembered answer of the token with this digest (it was revoked). */
+  forget(tokenDigest: string): void;
+  /** Drops every remembered answer (revocations may have been missed). */
+  forgetAll(): void;
+}
+
+export const tokenDigest = (token: string): string => digest('sha256', token, 'base64url');
+
+export function createIntrospectionVerifier(options: IntrospectionVerifierOptions): IntrospectionVerifier {
+  const { now } = options;
+  const answers = new LRUCache<string, Remembered>({ max: options.cacheMaxEntries });
+  const inFlight = new Map<string, Promise<JwtResult>>();
+
+  function remembered(id: string): Remembered | undefined {
+    const entry = answers.get(id);
+    if (entry === undefined) return undefined;
+    if (now() < entry.until) return entry;
+    answers.delete(id);
+    return undefined;
+  }
+
+  async function introspect(id: string, token: string): Promise<JwtResult> {
+    const call = await options.introspect(token);
+    if (!call.ok) return { ok: false, kind: 'unavailable', reason: call.reason };
+    const at = now();
+    const meaning = options.judge(call.answer, at);
+    if (!meaning.ok) {
+      if (options.negativeCacheSeconds > 0)
+        answers.set(id, { reason: meaning.reason, until: at + options.negativeCacheSeconds * 1000 });
+      return { ok: false, kind: 'invalid', reason: meaning.reason };
+    }
+    const until = Math.min(meaning.expiresAt ?? Infinity, at + options.cacheMaxSeconds * 1000);
+    if (until > at) answers.set(id, { principal: meaning.principal, until });
+    return { ok: true, principal: meaning.principal, cacheHit: false };
+  }
+
+  return {
+    known(token) {
+      if (token.length > options.maxTokenBytes) return undefined;
+      return remembered(tokenDigest(token))?.principal;
+    },
+
+    async verify(token) {
+      if (token.length > options.maxTokenBytes)
+        return { ok: false, kind: 'invalid', reason: 'token too large' };
+      const id = tokenDigest(token);
+      const entry = remembered(id);
+      if (entry?.principal !== undefined) return { ok: true, principal: entry.principal, cacheHit: true };
+      if (entry !== undefined) return { ok: false, kind: 'invalid', reason: entry.reason };
+      const running = inFlight.get(id);
+      if (running !== undefined) return running;
+      const call = introspect(id, token);
+      inFlight.set(id, call);
+      try {
+        return await call;
+      } finally {
+        inFlight.delete(id);
+      }
+    },
+
+    forget(id) {
+      answers.delete(id);
+    },
+
+    forgetAll() {
+      answers.clear();
+    },
+  };
+}
