@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import WebSocket from 'ws';
 import { HttpProblem } from '../../shared/errors.ts';
 import type { AuditEntry } from '../audit/audit-record.ts';
+import { routeLabel } from '../config/schema/route-name.ts';
 import type { WebSocketRoute } from '../config/schema/websocket.ts';
 import type { GatewayContext, GatewayResponse } from '../pipeline/context.ts';
 import type { Handshake } from './handshake.ts';
@@ -162,7 +163,7 @@ function closeRecordOf(ctx: GatewayContext): AuditEntry {
     clientAddress: clientIp,
     method: ctx.req.method ?? 'GET',
     path: ctx.path,
-    route: route?.prefix ?? 'none',
+    route: route === undefined ? 'none' : routeLabel(route),
     status: 101,
     authOutcome: ctx.facts.auth?.outcome ?? 'none',
   };
