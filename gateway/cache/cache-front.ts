@@ -12,9 +12,9 @@ import { storedAnswer } from './answer/stored-answer.ts';
 import type { Outcome } from './engine/cache-stats.ts';
 import type { CacheRequest, Selection } from './engine/cache-types.ts';
 import type { Exchange } from './flight/exchange.ts';
-import { settleAnswer, settleUnstored, type Revalidation, type Settled } from './flight/answer.ts';
+import { discard, settleAnswer, settleUnstored, type Revalidation, type Settled } from './flight/answer.ts';
 import { createCollapseMiss, type CollapseMiss } from './flight/collapse.ts';
-import { keepPiece } from './flight/range-pieces.ts';
+import { completeWith, keepPiece } from './flight/range-pieces.ts';
 import { revalidateInBackground, validatorsOf } from './flight/revalidation.ts';
 import type { HttpCache } from './engine/http-cache.ts';
 import { describeRequest } from './rules/cache-request.ts';
@@ -44,7 +44,50 @@ export class CacheFront {
       return selection.kind === 'uri-miss' || selection.kind === 'vary-miss'
         ? this.#forwardRange(exchange, request)
         : this.#bypassed(exchange, 'range');
+    if (
+      (selection.kind === 'uri-miss' || selection.kind === 'vary-miss') &&
+      (await this.#completeHeld(exchange, request, selection.kind))
+    )
+      return;
     return this.#answer(exchange, request, selection);
+  }
+
+  /**
+   * A GET of a whole representation whose first bytes are held as 206 pieces (RFC 9111 sections
+   * 3.3, 3.4): only the rest is asked for, with If-Range so that a changed representation comes
+   * back whole. True when answered so; false to go upstream as usual (nothing held, a request
+   * with conditions or no-store, or an answer that is neither the rest nor the whole).
+   */
+  async #completeHeld(
+    exchange: Exchange,
+    request: CacheRequest,
+    miss: 'uri-miss' | 'vary-miss',
+  ): Promise<boolean> {
+    const { headers } = request;
+    if (exchange.method !== 'GET' || exchange.hasBody || headers.range !== undefined) return false;
+    if (['if-none-match', 'if-modified-since', 'if-range'].some((name) => headers[name] !== undefined))
+      return false;
+    if (request.directives.has('no-store') || request.directives.has('only-if-cached')) return false;
+    const held = this.#cache.heldPrefix(request);
+    if (held === undefined) return false;
+    const fill = this.#cache.openFill(request.path);
+    let answer: GatewayResponse;
+    try {
+      answer = await exchange.sideCall({ range: `bytes=${held.bytes.length}-`, 'if-range': held.validator });
+    } catch {
+      fill.end();
+      return false;
+    }
+    const whole = answer.status === 200 && answer.problem === undefined ? answer : completeWith(held, answer);
+    if (whole === undefined) {
+      discard(answer.body);
+      fill.end();
+      return false;
+    }
+    exchange.response = whole;
+    const settled = await settleAnswer(this.#cache, request, fill, undefined, whole, miss, 'client');
+    this.#settle(exchange, request, settled);
+    return true;
   }
 
   async #answer(exchange: Exchange, request: CacheRequest, selection: Selection): Promise<void> {

@@ -126,4 +126,9 @@ function setValidators(headers: UpstreamHeaders, validators: Validators): void {
     if (value === undefined) headers.delete(name);
     else headers.set(name, value);
   }
+  // Only the completion of held pieces sends these; nothing else touches the client's Range.
+  for (const name of ['range', 'if-range'] as const) {
+    const value = validators[name];
+    if (value !== undefined) headers.set(name, value);
+  }
 }

@@ -37,12 +37,19 @@ import {
   type StoredResponse,
 } from '../store/entry-store.ts';
 import { Fills } from '../store/fills.ts';
-import { createPartialStore, type PartialStore, type Piece } from '../store/partial-store.ts';
+import {
+  createPartialStore,
+  type PartialStore,
+  type Piece,
+  type PieceOwner,
+  type Prefix,
+} from '../store/partial-store.ts';
 import { storedHeaders, validatorView } from '../store/stored-fields.ts';
 import { headMatches, updateStored } from '../store/stored-update.ts';
 
 export type { StoredResponse } from '../store/entry-store.ts';
 export type { CacheStats, Outcome } from './cache-stats.ts';
+export type { Prefix } from '../store/partial-store.ts';
 export type { CacheRequest, Fill, Insertion, ReceivedResponse, Selection } from './cache-types.ts';
 
 /** What the cache needs besides its config. */
@@ -131,6 +138,20 @@ export class HttpCache {
     return { kind: seen ? 'vary-miss' : 'uri-miss' };
   }
 
+  /**
+   * The first bytes of what `request` asks for, held as 206 pieces with a strong validator:
+   * enough to fetch only the rest (3.3: a cache MAY complete a stored incomplete response).
+   */
+  heldPrefix(request: CacheRequest): Prefix | undefined {
+    if (!this.available()) return undefined;
+    for (const partition of lookupPartitions(request.caller)) {
+      const primary = primaryKey(partition, request.authority, request.target);
+      const found = this.#partials.prefix(primary, (values) => valuesMatch(values, request.headers));
+      if (found !== undefined) return found;
+    }
+    return undefined;
+  }
+
   /** A request for `path` on its way upstream; end it once its answer is stored or not. */
   openFill(path: string): Fill {
     return this.#fills.open(path, this.#now());
@@ -185,7 +206,8 @@ export class HttpCache {
       partition: where.partition,
       key,
       commit: (body) => this.#put(fill, build(body)),
-      addPiece: (piece) => this.#addPiece(fill, key, piece, build),
+      addPiece: (piece) =>
+        this.#addPiece(fill, key, { path: request.path, primary, varyValues }, piece, build),
     };
   }
 
@@ -273,9 +295,15 @@ export class HttpCache {
     return stored;
   }
 
-  #addPiece(fill: Fill, key: string, piece: Piece, build: (body: Buffer) => StoredResponse): boolean {
+  #addPiece(
+    fill: Fill,
+    key: string,
+    owner: PieceOwner,
+    piece: Piece,
+    build: (body: Buffer) => StoredResponse,
+  ): boolean {
     if (fill.poisoned || !this.available()) return false;
-    const whole = this.#partials.add(key, fill.path, piece);
+    const whole = this.#partials.add(key, owner, piece);
     return whole !== undefined && this.#put(fill, build(whole));
   }
 
@@ -330,7 +358,11 @@ export class HttpCache {
 }
 
 function varyMatches(entry: StoredResponse, headers: IncomingHttpHeaders): boolean {
-  for (const [name, value] of entry.varyValues) if (varyValue(headers, name) !== value) return false;
+  return valuesMatch(entry.varyValues, headers);
+}
+
+function valuesMatch(values: ReadonlyMap<string, string | undefined>, headers: IncomingHttpHeaders): boolean {
+  for (const [name, value] of values) if (varyValue(headers, name) !== value) return false;
   return true;
 }
 

@@ -10,10 +10,15 @@ import type { Principal } from '../../../shared/principal.ts';
 import type { ClientSignal } from '../../pipeline/client-signal.ts';
 import type { GatewayResponse } from '../../pipeline/context.ts';
 
-/** The conditions sent upstream in place of the client's own. */
+/**
+ * The conditions sent upstream in place of the client's own; with `range` and `if-range`, the
+ * rest of a representation whose first bytes the cache holds (RFC 9111 section 3.3).
+ */
 export interface Validators {
   'if-none-match'?: string;
   'if-modified-since'?: string;
+  range?: string;
+  'if-range'?: string;
 }
 
 export interface Exchange {

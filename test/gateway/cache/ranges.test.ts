@@ -191,24 +191,40 @@ describe('RFC 9111 section 3.3: partial and stale responses', () => {
   });
 });
 
-/** An origin that serves ranges itself: 206 for `bytes=a-b`, with ETag `"v<version>"`. */
-async function setupRangeOrigin(state: { version: number; etag?: (v: number) => string }) {
+/**
+ * An origin that serves ranges itself: 206 for `bytes=a-b` and `bytes=a-`, with ETag
+ * `"v<version>"` (or the one `etag` makes; none when it gives undefined) and, with
+ * `lastModifiedAgo`, a Last-Modified that many seconds before Date. It honours If-Range: a
+ * validator other than the current one gets the whole 200.
+ */
+async function setupRangeOrigin(state: {
+  version: number;
+  etag?: (v: number) => string | undefined;
+  lastModifiedAgo?: number;
+}) {
   clock = createClock();
   origin = await startOrigin((request) => {
-    const etag = state.etag?.(state.version) ?? `"v${state.version}"`;
+    const etag = state.etag === undefined ? `"v${state.version}"` : state.etag(state.version);
     if (request.method === 'POST') return { headers: { date: clock.date(), 'cache-control': 'no-store' } };
     const body = request.customer === undefined ? BODY : BODY.toUpperCase();
+    const lastModified =
+      state.lastModifiedAgo === undefined
+        ? undefined
+        : new Date(clock.now() - state.lastModifiedAgo * 1000 + state.version * 1000).toUTCString();
     const headers = {
       date: clock.date(),
       etag,
+      'last-modified': lastModified,
       'content-type': 'text/plain',
       ...(request.customer === undefined
         ? { 'cache-control': 'max-age=60' }
         : { 'cache-control': 'private', 'portico-cache-control': 'max-age=60' }),
     };
-    const match = /^bytes=(\d+)-(\d+)$/.exec(String(request.headers.range ?? ''));
+    const ifRange = request.headers['if-range'];
+    if (ifRange !== undefined && ifRange !== (etag ?? lastModified)) return { headers, body };
+    const match = /^bytes=(\d+)-(\d*)$/.exec(String(request.headers.range ?? ''));
     if (match === null) return { headers, body };
-    const [start, end] = [Number(match[1]), Number(match[2])];
+    const [start, end] = [Number(match[1]), match[2] === '' ? body.length - 1 : Number(match[2])];
     return {
       status: 206,
       headers: { ...headers, 'content-range': `bytes ${start}-${end}/${body.length}` },
@@ -274,5 +290,86 @@ describe('RFC 9111 section 3.4: combining partial content', () => {
     const whole = await gateway.get('/v1/file', b);
     expect(whole.headers['cache-status']).toMatch(/^Portico; hit/);
     expect(whole.body).toBe(BODY.toUpperCase());
+  });
+});
+
+describe('RFC 9111 sections 3.3 and 3.4: completing held pieces', () => {
+  it('partial-store-partial-complete: asks only for the rest, with If-Range, and answers the whole', async () => {
+    await setupRangeOrigin({ version: 1 });
+    gateway = await startCacheGateway({ upstream: origin.url, clock });
+    await gateway.get('/v1/file', { range: 'bytes=0-9' });
+    const whole = await gateway.get('/v1/file');
+    expect(origin.requests[1]?.headers['range']).toBe('bytes=10-');
+    expect(origin.requests[1]?.headers['if-range']).toBe('"v1"');
+    expect(whole.status).toBe(200);
+    expect(whole.body).toBe(BODY);
+    expect(whole.headers['content-range']).toBeUndefined();
+    expect(whole.headers['content-length']).toBe(String(BODY.length));
+    const again = await gateway.get('/v1/file');
+    expect(again.headers['cache-status']).toMatch(/^Portico; hit/);
+    expect(again.body).toBe(BODY);
+    expect(origin.count()).toBe(2);
+  });
+
+  it('takes the whole 200 when the representation changed since the pieces (If-Range)', async () => {
+    const state = { version: 1 };
+    await setupRangeOrigin(state);
+    gateway = await startCacheGateway({ upstream: origin.url, clock });
+    await gateway.get('/v1/file', { range: 'bytes=0-9' });
+    state.version = 2;
+    const whole = await gateway.get('/v1/file');
+    expect(origin.requests[1]?.headers['if-range']).toBe('"v1"');
+    expect(whole.status).toBe(200);
+    expect(whole.body).toBe(BODY);
+    expect(whole.headers['etag']).toBe('"v2"');
+    expect((await gateway.get('/v1/file')).headers['etag']).toBe('"v2"');
+    expect(origin.count()).toBe(2);
+  });
+
+  it('combines and completes pieces whose only validator is a strong Last-Modified (RFC 9110 8.8.2.2)', async () => {
+    await setupRangeOrigin({ version: 1, etag: () => undefined, lastModifiedAgo: 3600 });
+    gateway = await startCacheGateway({ upstream: origin.url, clock });
+    await gateway.get('/v1/file', { range: 'bytes=0-9' });
+    await gateway.get('/v1/file', { range: 'bytes=10-25' });
+    const combined = await gateway.get('/v1/file', { range: 'bytes=5-14' });
+    expect(combined.headers['cache-status']).toMatch(/^Portico; hit/);
+    await gateway.close();
+    await origin.close();
+
+    await setupRangeOrigin({ version: 1, etag: () => undefined, lastModifiedAgo: 3600 });
+    gateway = await startCacheGateway({ upstream: origin.url, clock });
+    await gateway.get('/v1/file', { range: 'bytes=0-9' });
+    const whole = await gateway.get('/v1/file');
+    expect(origin.requests[1]?.headers['range']).toBe('bytes=10-');
+    expect(origin.requests[1]?.headers['if-range']).toMatch(/GMT$/);
+    expect(whole.body).toBe(BODY);
+  });
+
+  it('keeps no piece with a weak validator: a Last-Modified under 60 s before Date, or a weak ETag', async () => {
+    for (const state of [
+      { version: 1, etag: () => undefined, lastModifiedAgo: 30 },
+      { version: 1, etag: () => 'W/"w"', lastModifiedAgo: 3600 },
+    ]) {
+      await setupRangeOrigin(state);
+      gateway = await startCacheGateway({ upstream: origin.url, clock });
+      await gateway.get('/v1/file', { range: 'bytes=0-9' });
+      const whole = await gateway.get('/v1/file');
+      expect(origin.requests[1]?.headers['range']).toBeUndefined();
+      expect(whole.body).toBe(BODY);
+      await gateway.close();
+      await origin.close();
+    }
+    // afterEach closes these again.
+    await setupRangeOrigin({ version: 1 });
+    gateway = await startCacheGateway({ upstream: origin.url, clock });
+  });
+
+  it("never completes one customer's pieces for another", async () => {
+    await setupRangeOrigin({ version: 1 });
+    gateway = await startCacheGateway({ upstream: origin.url, clock, route: { auth: 'required' } });
+    await gateway.get('/v1/file', { authorization: 'Test cust-a orders:read', range: 'bytes=0-9' });
+    const other = await gateway.get('/v1/file', { authorization: 'Test cust-b orders:read' });
+    expect(origin.requests[1]?.headers['range']).toBeUndefined();
+    expect(other.body).toBe(BODY.toUpperCase());
   });
 });
