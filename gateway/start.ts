@@ -46,6 +46,8 @@ export interface GatewayDeps extends BuildDeps {
   certificateFiles?: { certFile: string; keyFile: string };
   /** What `POST /config/reload` runs: the config file's reload, or undefined without a file (run.ts). */
   reloadConfig?: () => ReloadResult | undefined;
+  /** The dashboard chart's sampling interval (admin/traffic-history.ts; 10 s): tests shorten it. */
+  dashboardHistoryMs?: number;
   /** The config version running and the last reload, for the dashboard (run.ts). */
   configState?: () => ConfigState | undefined;
   /** What the admin `/metrics` answers instead of this process's own (GATEWAY_WORKERS: all workers). */
@@ -93,6 +95,19 @@ export async function startGateway(
     if (adminToken === undefined)
       log.warn('no admin token (PORTICO_ADMIN_TOKEN): the cache purge is refused');
     const adminGuard = createAdminGuard(adminToken, adminHost, config.admin.allowedHosts);
+    const dashboard = createDashboard({
+      routes: config.routes,
+      stageNames: built.stageNames,
+      metrics: built.metrics,
+      limiter: built.limiter,
+      cache: built.cache,
+      upstreamHealth: upstreamHealth(built.upstreams, config.routes),
+      configState: () => deps.configState?.(),
+      rateLimitPolicies: config.rateLimits.policies,
+      apiKeys: () => built.authenticator?.apiKeyRecords?.(),
+      ...(deps.dashboardHistoryMs === undefined ? {} : { historyIntervalMs: deps.dashboardHistoryMs }),
+    });
+    lifecycle.defer('dashboard history', () => dashboard.close());
     const admin = createAdminServer(config.admin, {
       metrics: built.metrics,
       ...(deps.metricsText === undefined ? {} : { metricsText: deps.metricsText }),
@@ -103,15 +118,7 @@ export async function startGateway(
       checks: () => built.readinessChecks(),
       dashboard: {
         assets: loadDashboardAssets(),
-        data: createDashboard({
-          routes: config.routes,
-          stageNames: built.stageNames,
-          metrics: built.metrics,
-          limiter: built.limiter,
-          cache: built.cache,
-          upstreamHealth: upstreamHealth(built.upstreams, config.routes),
-          configState: () => deps.configState?.(),
-        }),
+        data: dashboard,
       },
       hostGuard: (req) => checkHost(req, adminHost, config.admin.allowedHosts),
     });

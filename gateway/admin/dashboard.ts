@@ -1,19 +1,25 @@
 /**
  * What the operators' dashboard shows, as one JSON document (`/dashboard.json` of the admin
- * listener): routes and their stages, live traffic per route, the rate-limit store and the
- * callers refused most, the cache, the health of what the gateway depends on, and whether it
- * is draining. Everything comes from what the gateway already keeps; nothing here is a secret
- * (no token, key or credential: callers are named by subject, key id or address).
+ * listener): routes with their stages and limits, live traffic per route and its last hour, the
+ * rate-limit policies, store and the callers refused most, the API keys, the cache, the health
+ * of what the gateway depends on, and whether it is draining. Everything comes from what the
+ * gateway already keeps; nothing here is a secret (no token, key or credential: callers are
+ * named by subject, key id or address, API keys by id and owner).
  */
 import type { CacheStats } from '../cache/engine/http-cache.ts';
-import type { GatewayMetrics } from '../observability/metrics.ts';
-import type { LimitedCaller } from '../rate-limit/most-limited.ts';
-import type { RateLimiterStatus } from '../rate-limit/limiter.ts';
+import type { RateLimitPolicyConfig } from '../config/schema/rate-limit.ts';
 import { routeLabel } from '../config/schema/route-name.ts';
 import type { RouteDefinition } from '../config/schema/routes.ts';
-import type { ReadinessReport } from './readiness.ts';
-import { createTrafficWindow, type RouteTraffic, type TrafficView } from './traffic-window.ts';
+import type { ApiKeyRecord } from '../identity/api-key-store.ts';
+import type { GatewayMetrics } from '../observability/metrics.ts';
 import type { ConfigState } from '../observability/config-metrics.ts';
+import type { LimitedCaller } from '../rate-limit/most-limited.ts';
+import type { RateLimiterStatus } from '../rate-limit/limiter.ts';
+import { apiKeysView, type ApiKeysView } from './dashboard-api-keys.ts';
+import { routeView, type RouteView } from './dashboard-routes.ts';
+import type { ReadinessReport } from './readiness.ts';
+import { createTrafficHistory, HISTORY_INTERVAL_MS, type HistoryPoint } from './traffic-history.ts';
+import { createTrafficWindow, type RouteTraffic, type TrafficView } from './traffic-window.ts';
 
 export interface CheckResult {
   name: string;
@@ -34,6 +40,12 @@ export interface DashboardDeps {
   upstreamHealth?: (timeoutMs: number) => Promise<CheckResult[]>;
   /** The config file version running and the last reload's result (run.ts). */
   configState?: () => ConfigState | undefined;
+  /** The named policies of `rateLimits.policies`. */
+  rateLimitPolicies: readonly RateLimitPolicyConfig[];
+  /** The API keys' records; absent, or undefined from the call, when API keys are off. */
+  apiKeys?: () => Promise<ApiKeyRecord[]> | undefined;
+  /** The chart history's sampling interval (traffic-history.ts); tests shorten it. */
+  historyIntervalMs?: number;
 }
 
 export interface DashboardSnapshot {
@@ -45,20 +57,17 @@ export interface DashboardSnapshot {
   health: CheckResult[];
   /** Absent for a gateway started without run.ts (tests). */
   config?: ConfigState | undefined;
-  routes: {
-    /** The route's label in metrics and logs: its `name`, else its prefix. */
-    name: string;
-    prefix: string;
-    /** Origins the route forwards to. */
-    upstreams: string[];
-    auth: RouteDefinition['auth'];
-    cache: boolean;
-    stages: { name: string; active: boolean }[];
-    traffic: RouteTraffic;
-  }[];
+  routes: (RouteView & { traffic: RouteTraffic })[];
   /** Answers no route took (404s before routing, refusals at the edge of the pipeline). */
   unrouted: RouteTraffic | null;
-  traffic: Pick<TrafficView, 'windowSeconds' | 'history'>;
+  traffic: Pick<TrafficView, 'windowSeconds'> & {
+    /** Requests per second per route label, a point per interval, the last hour (traffic-history.ts). */
+    history: HistoryPoint[];
+    historyIntervalSeconds: number;
+  };
+  /** `rateLimits.policies` as configured: what counts, how many per window, which requests. */
+  policies: RateLimitPolicyConfig[];
+  apiKeys: ApiKeysView;
   rateLimit: RateLimiterStatus & { mostLimited: LimitedCaller[] };
   cache: CacheStats & { hitRatio: number | null };
 }
@@ -69,6 +78,8 @@ export interface Dashboard {
     report: Pick<ReadinessReport, 'ready' | 'degraded' | 'checks'>;
     timeoutMs: number;
   }): Promise<DashboardSnapshot>;
+  /** Stops the history's timer. */
+  close(): void;
 }
 
 const MOST_LIMITED_SHOWN = 10;
@@ -76,12 +87,16 @@ const MOST_LIMITED_SHOWN = 10;
 const UNROUTED = 'none';
 
 export function createDashboard(deps: DashboardDeps): Dashboard {
-  const traffic = createTrafficWindow({ read: () => deps.metrics.routeTotals() });
+  const read = () => deps.metrics.routeTotals();
+  const traffic = createTrafficWindow({ read });
+  const intervalMs = deps.historyIntervalMs ?? HISTORY_INTERVAL_MS;
+  const history = createTrafficHistory({ read, intervalMs });
   return {
     async snapshot({ draining, report, timeoutMs }) {
-      const [view, upstreamHealth] = await Promise.all([
+      const [view, upstreamHealth, apiKeys] = await Promise.all([
         traffic.observe(),
         deps.upstreamHealth?.(timeoutMs) ?? Promise.resolve([]),
+        apiKeysView(deps.apiKeys),
       ]);
       const byRoute = new Map(view.routes.map((r) => [r.route, r]));
       const stats = deps.cache.stats();
@@ -93,37 +108,24 @@ export function createDashboard(deps: DashboardDeps): Dashboard {
         degraded: !draining && report.degraded,
         health: [...report.checks, ...upstreamHealth],
         config: deps.configState?.(),
-        // Named fields only: a route key added later is not shown until someone decides it may be.
         routes: deps.routes.map((route) => ({
-          name: routeLabel(route),
-          prefix: route.prefix,
-          upstreams: upstreamOrigins(route),
-          auth: route.auth,
-          cache: route.cache,
-          stages: deps.stageNames.map((name) => ({ name, active: stageRuns(name, route) })),
+          ...routeView(route, deps.stageNames, deps.rateLimitPolicies),
           traffic: byRoute.get(routeLabel(route)) ?? idle(routeLabel(route)),
         })),
         unrouted: byRoute.get(UNROUTED) ?? null,
-        traffic: { windowSeconds: view.windowSeconds, history: view.history },
+        traffic: {
+          windowSeconds: view.windowSeconds,
+          history: history.points(),
+          historyIntervalSeconds: intervalMs / 1000,
+        },
+        policies: deps.rateLimitPolicies.map((policy) => ({ ...policy })),
+        apiKeys,
         rateLimit: { ...deps.limiter.status(), mostLimited: deps.limiter.mostLimited(MOST_LIMITED_SHOWN) },
         cache: { ...stats, hitRatio: looked === 0 ? null : stats.hits / looked },
       };
     },
+    close: () => history.close(),
   };
-}
-
-/** The stages a route's settings turn into pass-throughs. */
-function stageRuns(name: string, route: RouteDefinition): boolean {
-  if (name === 'authenticate') return route.auth === 'required';
-  if (name === 'cache') return route.cache;
-  return true;
-}
-
-/** `upstream`, or each of `upstreams[].url`: as origins (config refuses user info there). */
-function upstreamOrigins(route: RouteDefinition): string[] {
-  const { upstream, upstreams } = route as { upstream?: string; upstreams?: readonly { url: string }[] };
-  const urls = upstream === undefined ? (upstreams ?? []).map((target) => target.url) : [upstream];
-  return urls.map((url) => new URL(url).origin);
 }
 
 function idle(route: string): RouteTraffic {

@@ -2,7 +2,7 @@
  * Live traffic for the dashboard, from the counters /metrics already keeps: each read of the
  * dashboard takes a sample of every route's totals (at most one a second, a bounded ring), and
  * rates, status mix and percentiles are differences between samples. Nothing runs between
- * reads, so a gateway nobody watches pays nothing.
+ * reads. The chart's history over the last hour is traffic-history.ts's, sampled on a timer.
  */
 import type { RouteTotals } from '../observability/metrics.ts';
 
@@ -23,8 +23,6 @@ export interface TrafficView {
   /** Seconds the status mix and percentiles cover; null when they cover everything since start. */
   windowSeconds: number | null;
   routes: RouteTraffic[];
-  /** Requests per second per route at each sample, oldest first: the chart's points. */
-  history: { at: number; rps: Record<string, number> }[];
 }
 
 interface Sample {
@@ -62,7 +60,6 @@ export function createTrafficWindow(options: {
       return {
         windowSeconds: since === undefined ? null : Math.round((current.at - since.at) / 1000),
         routes: [...current.routes.values()].map((totals) => routeTraffic(totals, current, previous, since)),
-        history: history(samples),
       };
     },
   };
@@ -128,13 +125,4 @@ export function percentileMs(
     lowerCount = atUpper;
   }
   return Math.round((bounds.at(-1) ?? 0) * 1e6) / 1e3;
-}
-
-function history(samples: readonly Sample[]): TrafficView['history'] {
-  return samples.slice(1).map((sample, i) => {
-    const from = samples[i];
-    const rps: Record<string, number> = {};
-    for (const route of sample.routes.keys()) rps[route] = Math.round(rate(route, from, sample) * 100) / 100;
-    return { at: sample.at, rps };
-  });
 }

@@ -19,7 +19,12 @@ import type { HttpProblem } from '../../shared/errors.ts';
 import { knownScopes, type Principal } from '../../shared/principal.ts';
 import { verifyApiKey, type ApiKeyClaims } from './api-key.ts';
 import { loadApiKeySigningKeys } from './api-key-signing-keys.ts';
-import { createFileApiKeyStore, createRedisApiKeyStore, type ApiKeyStore } from './api-key-store.ts';
+import {
+  createFileApiKeyStore,
+  createRedisApiKeyStore,
+  type ApiKeyRecord,
+  type ApiKeyStore,
+} from './api-key-store.ts';
 import { credentialInUrl, invalidToken, keysUnavailable, unauthenticated } from './auth-problems.ts';
 import { checkAuthConfig, type AuthConfig } from '../config/schema/identity.ts';
 import { loadOrCreateDevIssuer } from './dev-issuer.ts';
@@ -76,6 +81,8 @@ export interface Authenticator {
   knownBearer(headers: IncomingHttpHeaders, url: string): Principal | undefined;
   /** True once issuer keys are usable (always for a JWKS file or the development issuer). */
   ready(): boolean;
+  /** Every API key's record (no secret), for the dashboard; undefined when API keys are off. */
+  apiKeyRecords?(): Promise<ApiKeyRecord[]> | undefined;
   close(): void;
 }
 
@@ -255,6 +262,10 @@ class EdgeAuthenticator implements Authenticator {
       default:
         return judged(gate, authorization, refuse('unsupported authorization scheme'));
     }
+  }
+
+  apiKeyRecords(): Promise<ApiKeyRecord[]> | undefined {
+    return this.apiKeys?.store.list();
   }
 
   ready(): boolean {

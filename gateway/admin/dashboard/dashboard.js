@@ -56,7 +56,8 @@ function stagesCell(stages) {
   const td = document.createElement('td');
   for (const stage of stages) {
     const chip = element('span', stage.name, stage.active ? 'stage' : 'stage off');
-    chip.title = stage.active ? 'runs on this route' : 'passes this route through';
+    // Struck out (class off): the gateway runs the stage, and this route's requests pass it untouched.
+    chip.title = stage.active ? 'runs on this route' : 'skipped by this route';
     td.append(chip);
   }
   return td;
@@ -69,6 +70,7 @@ function routeRows(snapshot) {
       cell(route.name === route.prefix ? route.prefix : `${route.name} (${route.prefix})`),
       cell(route.upstreams.join(', ')),
       stagesCell(route.stages),
+      cell(route.rateLimits.length === 0 ? '–' : route.rateLimits.join(', ')),
       cell(route.traffic.total, 'number'),
       cell(number(route.traffic.rps, 1), 'number'),
       cell(number(route.traffic.p50Ms, 1), 'number'),
@@ -83,6 +85,7 @@ function routeRows(snapshot) {
         cell('(no route)'),
         cell('–'),
         cell('refused before routing'),
+        cell('–'),
         cell(none.total, 'number'),
         cell(number(none.rps, 1), 'number'),
         cell(number(none.p50Ms, 1), 'number'),
@@ -136,6 +139,67 @@ function limitedRows(snapshot) {
   if (callers.length === 0) return [row([cell('no caller refused since start'), cell(''), cell('')])];
   return callers.map((caller) =>
     row([cell(caller.principal), cell(caller.customerId ?? '–'), cell(caller.refused, 'number')]),
+  );
+}
+
+const WHAT_COUNTS = {
+  principal: 'per caller',
+  customer: 'per customer',
+  apiKey: 'per API key',
+  ip: 'per address',
+};
+
+function policyRows(snapshot) {
+  if (snapshot.policies.length === 0)
+    return [row([cell('no policy: nothing is limited'), cell(''), cell(''), cell(''), cell('')])];
+  return snapshot.policies.map((policy) => {
+    const takes = [];
+    if (policy.scope === 'route') takes.push('routes naming it');
+    if (policy.match?.methods) takes.push(policy.match.methods.join(' '));
+    if (policy.match?.path) takes.push(`${policy.match.path} and below`);
+    return row([
+      cell(policy.name),
+      cell(WHAT_COUNTS[policy.key] ?? policy.key),
+      cell(policy.limit, 'number'),
+      cell(typeof policy.window === 'number' ? `${policy.window}s` : policy.window),
+      cell(takes.length === 0 ? 'every request' : takes.join(', ')),
+    ]);
+  });
+}
+
+function apiKeyRows(snapshot) {
+  const keys = snapshot.apiKeys;
+  const count = byId('api-key-count');
+  if (!keys.enabled) {
+    count.textContent = '';
+    return [
+      row([
+        cell('API keys are off (auth.apiKeys.enabled: false, or no route requires auth)'),
+        cell(''),
+        cell(''),
+        cell(''),
+      ]),
+    ];
+  }
+  if (keys.error !== undefined) {
+    count.textContent = '';
+    return [row([cell('the key store does not answer'), cell(''), cell(''), cell(keys.error, 'bad')])];
+  }
+  count.textContent = `${keys.total} minted, ${keys.revoked} revoked${keys.total > keys.keys.length ? `; the newest ${keys.keys.length}` : ''}`;
+  if (keys.keys.length === 0)
+    return [row([cell('no key minted (npm run -s apikey -- create)'), cell(''), cell(''), cell('')])];
+  return keys.keys.map((key) =>
+    row([
+      cell(key.id),
+      cell(key.owner),
+      cell(new Date(key.createdAt).toLocaleString()),
+      key.revokedAt === null
+        ? cell('valid', 'ok')
+        : cell(
+            `revoked ${key.revokedAt === 'unknown' ? '' : new Date(key.revokedAt).toLocaleString()}`.trim(),
+            'bad',
+          ),
+    ]),
   );
 }
 
@@ -210,7 +274,11 @@ function drawCharts(snapshot) {
   charts ??= makeCharts();
   // One series per label: unnamed routes of one prefix share theirs (and their counts).
   const names = [...new Set(snapshot.routes.map((r) => r.name))];
+  // The gateway's own ring (the last hour): a reloaded page draws the past at once.
   const history = snapshot.traffic.history;
+  const minutes = Math.round((history.length * snapshot.traffic.historyIntervalSeconds) / 60);
+  byId('history-span').textContent =
+    `last ${minutes} min, a point every ${snapshot.traffic.historyIntervalSeconds} s`;
   charts.rps.data.labels = history.map((point) => new Date(point.at).toLocaleTimeString());
   charts.rps.data.datasets = names.map((name, i) => ({
     label: name,
@@ -237,6 +305,8 @@ function render(snapshot) {
   fill('routes', routeRows(snapshot));
   fill('health', healthRows(snapshot));
   fill('limited', limitedRows(snapshot));
+  fill('policies', policyRows(snapshot));
+  fill('api-keys', apiKeyRows(snapshot));
   drawCharts(snapshot);
   document.body.dataset.rendered = snapshot.generatedAt;
 }

@@ -3,11 +3,19 @@
  * playwright-core): after real traffic through the gateway (cache hits, rate-limit refusals,
  * an unrouted 404) the page shows the routes with their stages, non-zero request counts, the
  * cache and the most-limited caller, draws its charts, asks nothing of any other host, breaks
- * no rule of its Content-Security-Policy, and its screenshot is a rendered page.
+ * no rule of its Content-Security-Policy, and its screenshot is a rendered page. It lists the
+ * rate-limit policies and the API keys (id, owner, state; never a secret), strikes out the
+ * stages a route skips (deprecation and cors included), and its chart draws the traffic of
+ * the last hour as the gateway sampled it, page open or not, reloaded or not.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
+import { createFileApiKeyStore } from '../../../gateway/identity/api-key-store.ts';
 import { launchBrowser, type TestBrowser } from '../../support/browser.ts';
 import {
   startRecordingUpstream,
@@ -19,29 +27,52 @@ import {
 let upstream: RecordingUpstream;
 let gw: TestGateway;
 let browser: TestBrowser;
+const dataDir = mkdtempSync(join(tmpdir(), 'portico-dashboard-'));
+/** The chart's sampling interval here, so that a second of traffic makes several points. */
+const HISTORY_MS = 200;
 
 beforeAll(async () => {
+  const keys = createFileApiKeyStore(dataDir);
+  for (const [id, customerId] of [
+    ['ak_dashboardkey1', 'cus_alpha'],
+    ['ak_dashboardkey2', 'cus_beta'],
+  ] as const)
+    await keys.add({ id, customerId, scopes: ['orders:read'], createdAt: new Date().toISOString() });
+  await keys.revoke('ak_dashboardkey2');
+  keys.close();
   upstream = await startRecordingUpstream((req, res) => {
     req.resume();
     res.setHeader('Content-Type', 'application/json');
     res.setHeader('Cache-Control', 'max-age=600');
     res.end(JSON.stringify({ path: req.url }));
   });
-  gw = await startTestGateway(upstream.url, {
-    routes: [
-      { prefix: '/v1', upstream: upstream.url, auth: 'none', cache: true },
-      { prefix: '/status', upstream: upstream.url, auth: 'none' },
-    ],
-    rateLimits: {
-      policies: [{ name: 'tight', key: 'principal', limit: 2, window: '60s', match: { path: '/status' } }],
+  gw = await startTestGateway(
+    upstream.url,
+    {
+      routes: [
+        { prefix: '/v1', upstream: upstream.url, auth: 'none', cache: true },
+        {
+          prefix: '/status',
+          upstream: upstream.url,
+          auth: 'none',
+          cors: { origins: ['https://app.example.com'] },
+        },
+        { prefix: '/v1/legacy', deprecation: { at: '2025-06-01' } },
+        { prefix: '/private', upstream: upstream.url, auth: 'required' },
+      ],
+      rateLimits: {
+        policies: [{ name: 'tight', key: 'principal', limit: 2, window: '60s', match: { path: '/status' } }],
+      },
     },
-  });
+    { dataDir, dashboardHistoryMs: HISTORY_MS },
+  );
   browser = await launchBrowser();
 });
 afterAll(async () => {
   await browser?.close();
   await gw?.close();
   await upstream?.close();
+  rmSync(dataDir, { recursive: true, force: true });
 });
 
 async function send(path: string, times: number): Promise<number[]> {
@@ -74,6 +105,14 @@ function getWithHost(path: string, host: string): Promise<{ status: number; type
     );
     req.once('error', reject);
     req.end();
+  });
+}
+
+/** The rps chart's series as Chart.js holds them: label and points. */
+function chartSeries(page: Page): Promise<[string, number[]][]> {
+  return page.locator('#rps-chart').evaluate((canvas) => {
+    const chart = (globalThis as any).Chart.getChart(canvas);
+    return chart.data.datasets.map((d: { label: string; data: number[] }) => [d.label, [...d.data]]);
   });
 }
 
@@ -113,6 +152,18 @@ describe('operators dashboard', () => {
     const status = snapshot.routes.find((r: any) => r.prefix === '/status');
     expect(status.traffic.statusMix).toEqual({ '2xx': 2, '4xx': 2 });
     expect(status.stages.find((s: any) => s.name === 'cache').active).toBe(false);
+    expect(status.stages.find((s: any) => s.name === 'cors').active).toBe(true);
+    expect(v1.stages.find((s: any) => s.name === 'cors').active).toBe(false);
+    expect(v1.stages.find((s: any) => s.name === 'deprecation').active).toBe(false);
+    expect(status.rateLimits).toEqual(['tight']);
+    expect(snapshot.policies).toEqual([
+      { name: 'tight', key: 'principal', limit: 2, window: '60s', match: { path: '/status' } },
+    ]);
+    expect(snapshot.apiKeys).toMatchObject({ enabled: true, total: 2, revoked: 1 });
+    expect(snapshot.apiKeys.keys.map((k: any) => Object.keys(k).sort())).toEqual([
+      ['createdAt', 'id', 'owner', 'revokedAt', 'scopes'],
+      ['createdAt', 'id', 'owner', 'revokedAt', 'scopes'],
+    ]);
     expect(snapshot.unrouted).toMatchObject({ total: 1, statusMix: { '4xx': 1 } });
     expect(snapshot.cache).toMatchObject({ hits: 4, misses: 1 });
     expect(snapshot.cache.hitRatio).toBeCloseTo(0.8);
@@ -148,12 +199,27 @@ describe('operators dashboard', () => {
     // Polled from here: the page's CSP refuses the string evaluation waitForFunction would use.
     await expect.poll(() => page.getAttribute('body', 'data-rendered'), { timeout: 10_000 }).not.toBe(first);
 
+    // Struck out: the stages a route skips. /v1 has no deprecation, no cors and no auth.
+    const struck = (row: number) =>
+      page.locator('#routes tbody tr').nth(row).locator('.stage.off').allInnerTexts();
+    expect(await struck(0)).toEqual(['deprecation', 'cors', 'authenticate']);
+    expect(await struck(1)).toEqual(['deprecation', 'authenticate', 'cache']);
+    expect(await struck(2)).toEqual(['cors', 'authenticate']);
+    expect(await struck(3)).toEqual(['deprecation', 'cors', 'cache']);
+    const policies = await page.locator('#policies tbody').innerText();
+    expect(policies).toContain('tight');
+    expect(policies).toContain('/status and below');
+    const keys = await page.locator('#api-keys tbody tr').allInnerTexts();
+    expect(keys.find((line) => line.startsWith('ak_dashboardkey1\t'))).toMatch(/cus_alpha\t.*\tvalid$/);
+    expect(keys.find((line) => line.startsWith('ak_dashboardkey2\t'))).toMatch(/cus_beta\t.*\trevoked/);
+    expect(await page.locator('#api-key-count').innerText()).toBe('2 minted, 1 revoked');
+
     const routes = await page.locator('#routes tbody tr').allInnerTexts();
     const v1 = routes.find((line) => line.startsWith('/v1\t'));
     expect(v1).toContain(upstream.url);
     expect(v1).toContain('cache');
     const requestsCell = Number(
-      await page.locator('#routes tbody tr').first().locator('td').nth(3).innerText(),
+      await page.locator('#routes tbody tr').first().locator('td').nth(4).innerText(),
     );
     expect(requestsCell).toBeGreaterThanOrEqual(18);
     expect(routes.some((line) => line.startsWith('/status\t') && /4xx [1-9]/.test(line))).toBe(true);
@@ -177,5 +243,29 @@ describe('operators dashboard', () => {
     expect(requests.length).toBeGreaterThanOrEqual(5);
     expect(requests.filter((url) => new URL(url).origin !== gw.adminOrigin)).toEqual([]);
     expect(requests).toEqual(expect.arrayContaining([`${gw.adminOrigin}/vendor/chart.umd.min.js`]));
+  });
+
+  it('draws the traffic sent while no page was open, and again after a reload', async () => {
+    // A second of traffic, no dashboard read: only the gateway's own sampling sees it.
+    const ends = Date.now() + 1200;
+    while (Date.now() < ends) {
+      await send('/v1/orders', 1);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    await new Promise((resolve) => setTimeout(resolve, HISTORY_MS * 2));
+    const { page, errors } = await browser.open(gw.adminOrigin);
+    await page.goto(`${gw.adminOrigin}/`);
+    await page.waitForSelector('body[data-rendered]');
+    const busy = (series: [string, number[]][]) =>
+      (series.find(([label]) => label === '/v1')?.[1] ?? []).filter((rps) => rps > 0).length;
+    // At the first render: a point every 200 ms of that second, not one point per page read.
+    const before = busy(await chartSeries(page));
+    expect(before).toBeGreaterThanOrEqual(3);
+    await page.reload();
+    await page.waitForSelector('body[data-rendered]');
+    expect(busy(await chartSeries(page))).toBeGreaterThanOrEqual(before);
+    expect(await page.locator('#history-span').innerText()).toMatch(/a point every 0.2 s$/);
+    expect(errors).toEqual([]);
+    await page.context().close();
   });
 });
