@@ -32,6 +32,7 @@ import { DEMO_CUSTOMERS, hasDemoData, seedDemoData } from '../resource-service/d
 import { readServiceConfig } from '../resource-service/config.ts';
 import { createServiceLogger } from '../resource-service/logger.ts';
 import { runService } from '../resource-service/run.ts';
+import { startClock } from '../shared/start-clock.ts';
 import { answerHelp, usageError } from './cli-args.ts';
 
 const USAGE = 'usage: npm start';
@@ -59,6 +60,13 @@ const gatewayLog = createLogger({ level });
 const serviceLog = createServiceLogger(level, createLogDestination(1));
 const TOKEN_TTL_SECONDS = 3600;
 const DEFAULT_DATA_DIR = '.portico';
+/** The banner's "ready in": from the command, npm's own start included when npm ran this. */
+const clock = startClock(env);
+/** When each step of the start ended, in ms from the command: where a slow start spent it. */
+const reached: Record<string, number> = {};
+function mark(step: string): void {
+  reached[step] = Math.round(clock.elapsedMs());
+}
 
 /** Both servers run in this process: an escaped error drains both, then exits 1. */
 const crashGuard = installCrashGuard(gatewayLog, { deadlineMs: 120_000 });
@@ -75,6 +83,7 @@ function refuseBadEnvironment(): void {
 }
 
 async function startEverything(lifecycle: Lifecycle) {
+  mark('modules');
   refuseBadEnvironment();
   // Before anything is written there: a data dir others may write is no place for our keys.
   assertPrivateDirectory(dataDir);
@@ -89,6 +98,7 @@ async function startEverything(lifecycle: Lifecycle) {
       (db) => db.stop(),
     );
     databaseUrl = embedded.url;
+    mark('database');
     serviceLog.info(
       { dataDir },
       'DATABASE_URL not set: using the embedded PostgreSQL (PGlite) in the data dir',
@@ -103,11 +113,13 @@ async function startEverything(lifecycle: Lifecycle) {
       }),
     (running) => running.stop(),
   );
+  mark('service');
   if (!(await hasDemoData(service.sql))) {
     const [key] = loadAssertionKeys(env, dataDir);
     if (key === undefined) throw new Error('no assertion key');
     const created = await asTheGateway(() => seedDemoData(service.service.url, key));
     serviceLog.info({ customers: DEMO_CUSTOMERS, orders: created }, 'demo data created');
+    mark('demoData');
   }
   // The default route follows the service, wherever SERVICE_PORT (0 included) put it.
   env['SERVICE_PORT'] = new URL(service.service.url).port;
@@ -116,6 +128,7 @@ async function startEverything(lifecycle: Lifecycle) {
     () => runGateway(env, gatewayLog),
     (running) => running.stop(),
   );
+  mark('gateway');
   return { gateway, service, embedded };
 }
 
@@ -154,7 +167,6 @@ async function asTheGateway<T>(work: () => Promise<T>): Promise<T> {
 const lifecycle = new Lifecycle();
 
 async function main(): Promise<void> {
-  const started = performance.now();
   const { gateway, service, embedded } = await lifecycle.start(startEverything);
   const shutdown = () => lifecycle.close();
   crashGuard.drainWith(shutdown);
@@ -188,12 +200,14 @@ async function main(): Promise<void> {
   const devIssuer = jwt.jwksUrl === undefined && jwt.jwksFile === undefined;
   // A development token is refused once another issuer is trusted: printing one would mislead.
   const token = devIssuer ? await demoToken() : undefined;
+  mark('ready');
+  gatewayLog.info({ from: clock.origin, reachedMs: reached }, 'started');
   const url = `https://localhost:${gateway.gateway.addresses.https.port}`;
   const cacert = gateway.devCertificate === undefined ? '' : `--cacert ${gateway.devCertificate} `;
   process.stdout.write(
     [
       '',
-      `Portico is running (ready in ${((performance.now() - started) / 1000).toFixed(1)} s). Ctrl-C stops it.`,
+      `Portico is running (ready ${(reached['ready']! / 1000).toFixed(1)} s after ${clock.origin === 'npm start' ? '`npm start`' : `the ${clock.origin}`}). Ctrl-C stops it.`,
       `  API      ${url}/v1   (reference: ${url}/v1/docs, OpenAPI: ${url}/v1/openapi.json)`,
       ...gateway.config.routes.map(
         (route) =>
