@@ -16,6 +16,7 @@
 import { chmodSync, lstatSync, mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { acquireDataDirLock } from '../../shared/data-dir-lock.ts';
+import { seedFromTemplate } from './embedded-template.ts';
 
 export interface EmbeddedDatabase {
   /** libpq form for a Unix socket: `postgres://postgres@localhost/postgres?host=<socket dir>`. */
@@ -24,6 +25,14 @@ export interface EmbeddedDatabase {
   maxConnections: 1;
   stop(): Promise<void>;
 }
+
+/**
+ * PostgreSQL's default of 128MB of shared buffers is most of PGlite's memory (its WebAssembly
+ * heap holds them): 16MB, PostgreSQL's default before 9.3, holds the demo data and a developer's
+ * rows many times over, and takes about 120 MB off the process. The rest of PGlite's defaults
+ * stay.
+ */
+const SHARED_BUFFERS = '16MB';
 
 /** The directory of the socket, and libpq's name for a server's socket in it (`psql -h DIR`). */
 const SOCKET_DIR = 'pgsocket';
@@ -71,9 +80,12 @@ export async function startEmbeddedDatabase(dataDir: string): Promise<EmbeddedDa
       import('@electric-sql/pglite-socket'),
     ]);
     const directory = join(dataDir, 'pgdata');
+    const startParams = [...PGlite.defaultStartParams, '-c', `shared_buffers=${SHARED_BUFFERS}`];
+    const open = (dir: string) => PGlite.create({ dataDir: dir, startParams });
+    await seedFromTemplate(directory, open);
     mkdirSync(directory, { recursive: true, mode: 0o700 });
     const socket = privateSocketPath(dataDir);
-    const db = await PGlite.create({ dataDir: directory });
+    const db = await open(directory);
     const server = new PGLiteSocketServer({ db, path: socket.path });
     // Closed before the lock is released below: pgdata must have no writer once it is free.
     await server.start().catch(async (error: unknown) => {
