@@ -5,7 +5,7 @@
  * milliseconds, pid or hostname.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect as http2Connect } from 'node:http2';
@@ -24,6 +24,7 @@ import {
 } from '../support/harness.ts';
 
 const ROOT = new URL('../../../', import.meta.url).pathname;
+const ISO_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 let upstream: RecordingUpstream;
 let gw: TestGateway;
 const auditLogPath = join(mkdtempSync(join(tmpdir(), 'portico-log-vocabulary-')), 'audit.log');
@@ -96,7 +97,7 @@ describe('the resource service log line', () => {
     await new Promise((resolve) => setTimeout(resolve, 300));
     const gatewayLine = JSON.parse(gatewayText.trim()) as Record<string, unknown>;
 
-    expect(line['time']).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    expect(line['time']).toMatch(ISO_TIME);
     expect(line['service']).toBe('portico-resource-service');
     expect(line).not.toHaveProperty('pid');
     expect(line).not.toHaveProperty('hostname');
@@ -115,5 +116,28 @@ describe('the request line and the audit record', () => {
     const record = await auditRecordOf(auditLogPath, requestId);
     expect(line).toMatchObject({ path: '/v1/orders/42', route: '/v1' });
     expect(record).toMatchObject({ path: '/v1/orders/42', route: '/v1' });
+    // One time format in the gateway's lines, the service's (above) and the audit record.
+    for (const entry of [line, record]) expect(entry?.['time']).toMatch(ISO_TIME);
+  });
+
+  it('are the words docs/operations.md names, each in both', async () => {
+    const response = await request(`${gw.origin}/v1/words`, { dispatcher: gw.agent });
+    await response.body.dump();
+    const requestId = String(response.headers['x-request-id']);
+    const line = gw.logs.find((entry) => entry['msg'] === 'request' && entry['requestId'] === requestId);
+    const record = await auditRecordOf(auditLogPath, requestId);
+    const doc = readFileSync(join(ROOT, 'docs/operations.md'), 'utf8');
+    const logs = doc.slice(doc.indexOf('\n## Logs\n'), doc.indexOf('\n## The audit log\n'));
+    const shared = ['requestId', 'traceId', 'method', 'path', 'route', 'status', 'time'];
+    for (const field of shared) {
+      expect(logs, field).toContain(`\`${field}\``);
+      expect(line, field).toHaveProperty(field);
+      expect(record, field).toHaveProperty(field);
+    }
+    expect(logs).toContain('`durationMs`');
+    expect(line).toHaveProperty('durationMs');
+    expect(logs).toContain('`latencyMs`');
+    expect(record).toHaveProperty('latencyMs');
+    expect(logs).toMatch(/`time` \(ISO 8601,\s+UTC, milliseconds\)/);
   });
 });
