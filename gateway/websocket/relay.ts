@@ -102,6 +102,9 @@ export function startRelay(
     });
   }
 
+  // Paused since its handshake (upstream-dial.ts): every listener is in place now.
+  upstream.resume();
+
   const closed = (end: WebSocket) =>
     new Promise<void>((resolve) =>
       end.once('close', (code: number, reason: Buffer) => {

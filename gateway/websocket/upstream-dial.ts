@@ -77,7 +77,12 @@ function opened(socket: WebSocket, ctx: GatewayContext, target: string): Promise
       socket.removeAllListeners('unexpected-response');
       outcome();
     };
-    socket.once('open', () => settle(() => resolve(socket)));
+    // Not read until the relay listens (relay.ts resumes it): a message the upstream sends at
+    // once would otherwise be emitted to no one while the client's end is being answered.
+    socket.once('open', () => {
+      socket.pause();
+      settle(() => resolve(socket));
+    });
     socket.once('unexpected-response', (request, response) => {
       response.resume();
       request.destroy();
