@@ -82,7 +82,7 @@ const RULES: Rule[] = [
   },
   { pattern: /^curl -k .*<that token>/, exempt: 'the compose deployment: needs a container runtime' },
   {
-    pattern: /^npm run (bench|soak)( .*)?$|^node measure\//,
+    pattern: /^npm run (-s )?(bench|soak|measure:\S+)( .*)?$|^node measure\//,
     exempt: 'measurements of minutes on an idle machine; docs/performance.md says how to run them',
   },
   {
