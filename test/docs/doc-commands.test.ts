@@ -59,7 +59,7 @@ const RULES: Rule[] = [
   },
   {
     pattern: /^npm run -s reload$/,
-    tested: 'the reload tests under test/gateway/config/ (a running gateway)',
+    tested: 'test/gateway/lifecycle/reload-command.test.ts (against a running gateway)',
   },
   { pattern: /^node scripts\/internal-ca\.ts /, tested: 'test/scripts/internal-ca.test.ts' },
   {
