@@ -60,7 +60,9 @@ export const CacheConfigSchema = Type.Object(
     maxEntryBytes: Type.Integer({
       minimum: 0,
       default: 1024 * 1024,
-      description: 'Largest response body stored; larger bodies are streamed through, never stored.',
+      description:
+        'Largest response body stored, one combined from 206 pieces included; larger bodies are ' +
+        'streamed through, never stored. Pieces held for combining take at most 4 times this.',
     }),
     heuristicFraction: Type.Number({
       minimum: 0,

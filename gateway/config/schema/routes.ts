@@ -187,7 +187,8 @@ export const RouteDefinitionSchema = Type.Object(
     ),
     cache: Type.Optional(
       Type.Boolean({
-        description: "Whether the cache stage may serve this route: the parent's, else `false`.",
+        description:
+          "Whether the cache stage may serve this route (GET and HEAD, and a POST's answer that names its own URL; docs/caching.md): the parent's, else `false`.",
       }),
     ),
     deprecation: Type.Optional(DeprecationSchema),
