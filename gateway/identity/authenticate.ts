@@ -158,6 +158,7 @@ export function createAuthenticator(config: AuthConfig, deps: AuthenticatorDeps)
           env,
           now,
           ...(deps.introspectionFetch === undefined ? {} : { fetch: deps.introspectionFetch }),
+          ...(deps.redis === undefined ? {} : { redis: deps.redis }),
         });
   const bearer =
     jwtVerifier === undefined
@@ -273,6 +274,7 @@ class EdgeAuthenticator implements Authenticator {
   }
 
   close(): void {
+    this.verifier.close?.();
     this.keys?.close();
     this.apiKeys?.store.close();
   }

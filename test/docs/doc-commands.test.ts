@@ -58,6 +58,10 @@ const RULES: Rule[] = [
     tested: 'test/gateway/config/config.unit.test.ts (staleness)',
   },
   {
+    pattern: /^npm run -s revoke-token( \[?-- .*)?( < token)?$/,
+    tested: 'test/gateway/identity/introspection-revocation.test.ts (two gateways sharing Redis)',
+  },
+  {
     pattern: /^npm run -s reload$/,
     tested: 'test/gateway/lifecycle/reload-command.test.ts (against a running gateway)',
   },

@@ -6,12 +6,14 @@ import { decodeProtectedHeader } from 'jose';
 import type { Logger } from 'pino';
 import { fetch as undiciFetch } from 'undici';
 import type { Principal } from '../../../shared/principal.ts';
+import type { RedisClient } from '../../../shared/redis.ts';
 import type { JwtConfig } from '../../config/schema/identity.ts';
 import type { IntrospectionConfig } from '../../config/schema/introspection.ts';
 import type { JwtResult } from '../jwt-verifier.ts';
 import { answerJudge } from './answer.ts';
 import { loadClientCredential } from './client-credential.ts';
 import { introspectionEndpoint, type IntrospectionFetch } from './endpoint.ts';
+import { watchRevocations, type Revocations } from './revocations.ts';
 import { createIntrospectionVerifier, type IntrospectionVerifier } from './verifier.ts';
 
 export interface OpaqueTokenDeps {
@@ -19,13 +21,15 @@ export interface OpaqueTokenDeps {
   env: NodeJS.ProcessEnv;
   now: () => number;
   fetch?: IntrospectionFetch;
+  /** Revocations through the gateway reach every replica by it; without it there are none. */
+  redis?: RedisClient;
 }
 
 export function createOpaqueTokens(
   config: IntrospectionConfig,
   jwt: JwtConfig,
   deps: OpaqueTokenDeps,
-): IntrospectionVerifier {
+): BearerVerifier {
   const introspect = introspectionEndpoint({
     url: config.endpoint,
     credential: loadClientCredential(config, deps.env),
@@ -44,7 +48,21 @@ export function createOpaqueTokens(
     },
     'introspecting opaque access tokens at the configured endpoint',
   );
-  return createIntrospectionVerifier({
+  if (deps.redis === undefined)
+    deps.logger.warn(
+      'opaque tokens can be revoked only at the identity provider: no Redis (REDIS_URL) to share revocations',
+    );
+  let revocations: Revocations | undefined;
+  const verifier: IntrospectionVerifier = createIntrospectionVerifier({
+    ...(deps.redis === undefined
+      ? {}
+      : {
+          revocations: (revocations = watchRevocations(
+            deps.redis,
+            { revoked: (id) => verifier.forget(id), missed: () => verifier.forgetAll() },
+            deps.logger,
+          )),
+        }),
     introspect,
     judge: answerJudge({
       issuer: config.issuer,
@@ -59,12 +77,19 @@ export function createOpaqueTokens(
     maxTokenBytes: jwt.maxTokenBytes,
     now: deps.now,
   });
+  return {
+    known: verifier.known,
+    verify: verifier.verify,
+    close: () => revocations?.close(),
+  };
 }
 
 /** What the authenticator asks of a bearer-token verifier, whichever kind it verifies. */
 export interface BearerVerifier {
   known(token: string): Principal | undefined;
   verify(token: string): Promise<JwtResult>;
+  /** Stops what it runs in the background (a subscription). */
+  close?(): void;
 }
 
 const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
@@ -79,6 +104,7 @@ export function eitherKind(jwt: BearerVerifier, opaque: BearerVerifier): BearerV
     // Shape only on the fast path: a token in either cache was sorted the same way before.
     known: (token) => (COMPACT_JWS.test(token) ? jwt.known(token) : opaque.known(token)),
     verify: (token) => (parsesAsJws(token) ? jwt.verify(token) : opaque.verify(token)),
+    close: () => opaque.close?.(),
   };
 }
 

@@ -12,6 +12,7 @@ import type { Principal } from '../../../shared/principal.ts';
 import type { JwtResult } from '../jwt-verifier.ts';
 import type { AnswerMeaning } from './answer.ts';
 import type { IntrospectionCall } from './endpoint.ts';
+import type { Revocations } from './revocations.ts';
 
 export interface IntrospectionVerifierOptions {
   introspect: (token: string) => Promise<IntrospectionCall>;
@@ -21,6 +22,8 @@ export interface IntrospectionVerifierOptions {
   cacheMaxEntries: number;
   maxTokenBytes: number;
   now: () => number;
+  /** Revocations made through the gateway (Redis); none without Redis. */
+  revocations?: Revocations;
 }
 
 /** A remembered answer: the principal of an active token, or why it was refused. */
@@ -29,12 +32,12 @@ type Remembered =
 
 export interface IntrospectionVerifier {
   /** The principal of a token with a remembered active answer; synchronous, no call. */
-  known(token: string): Principal | undefined;
-  verify(token: string): Promise<JwtResult>;
+  known: (token: string) => Principal | undefined;
+  verify: (token: string) => Promise<JwtResult>;
   /** Drops the remembered answer of the token with this digest (it was revoked). */
-  forget(tokenDigest: string): void;
+  forget: (tokenDigest: string) => void;
   /** Drops every remembered answer (revocations may have been missed). */
-  forgetAll(): void;
+  forgetAll: () => void;
 }
 
 export const tokenDigest = (token: string): string => digest('sha256', token, 'base64url');
@@ -53,10 +56,22 @@ export function createIntrospectionVerifier(options: IntrospectionVerifierOption
   }
 
   async function introspect(id: string, token: string): Promise<JwtResult> {
-    const call = await options.introspect(token);
+    const { revocations } = options;
+    // Asked side by side: the revocation record costs no time beside the endpoint's answer.
+    const [call, revoked] = await Promise.all([
+      options.introspect(token),
+      revocations === undefined ? false : revocations.isRevoked(id).catch(() => undefined),
+    ]);
+    // Fail closed: a revoked token must not slip through while its record cannot be read.
+    if (revoked === undefined)
+      return { ok: false, kind: 'unavailable', reason: 'revocation store unavailable' };
     if (!call.ok) return { ok: false, kind: 'unavailable', reason: call.reason };
     const at = now();
-    const meaning = options.judge(call.answer, at);
+    // A revocation heard while the endpoint was answering counts too.
+    const meaning: AnswerMeaning =
+      revoked || revocations?.heardOf(id) === true
+        ? { ok: false, reason: 'token revoked' }
+        : options.judge(call.answer, at);
     if (!meaning.ok) {
       if (options.negativeCacheSeconds > 0)
         answers.set(id, { reason: meaning.reason, until: at + options.negativeCacheSeconds * 1000 });

@@ -7,7 +7,8 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createAuthenticator, type Authenticator } from '../../../gateway/identity/authenticate.ts';
 import { startExternalIdp, type ExternalIdp } from './support/external-idp.ts';
 import { OTHER_AUDIENCE } from './support/external-idp-server.ts';
@@ -46,7 +47,7 @@ afterAll(async () => {
 
 function gateway(
   introspection: Record<string, unknown> = {},
-  options: { env?: NodeJS.ProcessEnv; jwt?: Record<string, unknown> } = {},
+  options: { env?: NodeJS.ProcessEnv; jwt?: Record<string, unknown>; redis?: Redis } = {},
 ) {
   const log = memoryLogger();
   const clock = testClock();
@@ -66,6 +67,7 @@ function gateway(
       logger: log.logger,
       env: options.env ?? { PORTICO_INTROSPECTION_CLIENT_SECRET: SECRET },
       now: clock.now,
+      ...(options.redis === undefined ? {} : { redis: options.redis }),
     },
   );
   open.push(auth);
@@ -209,5 +211,24 @@ describe('JWTs and opaque tokens of one issuer side by side (acceptJwt)', () => 
     const { bearer } = gateway();
     const outcome = await bearer(await idp.token('client-plain'));
     expect(outcome.ok).toBe(false);
+  });
+});
+
+describe('revocations read from Redis', () => {
+  it('fail closed: with Redis unreachable a token not yet known gets 503, a known one still works', async () => {
+    const redis = new Redis(inject('redisUrl'), {
+      keyPrefix: `${inject('redisPrefix')}introspection-down:`,
+      enableOfflineQueue: false,
+      commandTimeout: 2000,
+    });
+    await new Promise((resolve) => redis.once('ready', resolve));
+    const { bearer } = gateway({}, { redis });
+    const known = await idp.token('opaque-a');
+    expectPrincipal(await bearer(known));
+    redis.disconnect();
+    const outcome = await bearer(await idp.token('opaque-b'));
+    expect(outcome.ok ? 'allowed' : outcome.reason).toBe('revocation store unavailable');
+    expect(outcome.ok ? 200 : outcome.problem.status).toBe(503);
+    expect(expectPrincipal(await bearer(known)).cacheHit).toBe(true);
   });
 });
