@@ -107,7 +107,8 @@ function printChildLogs(dir: string): void {
 
 /** Removes everything the run created; every step runs even if an earlier one fails. */
 async function cleanUp(stores: BenchStores | undefined, dir: string | undefined): Promise<void> {
-  await killChildren();
+  // A gateway run with --cpu-prof writes its profile as it exits: seconds for a busy one.
+  await killChildren((env['BENCH_GATEWAY_NODE_ARGS'] ?? '').includes('-prof') ? 60_000 : 3000);
   await stores?.remove().catch((error: unknown) => console.error(`bench: cleanup: ${String(error)}`));
   if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
 }
