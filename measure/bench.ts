@@ -7,6 +7,8 @@
  * (nginx, installed with apt-get when missing; a fastify-assembled gateway; Node's floors); pins them to CPUs where the
  * machine allows it; drives every row with autocannon in a child process, in rounds with the
  * rows interleaved; prints medians with their ranges. CPU per request comes from /proc (Linux).
+ * After the rounds, the capacity model's figures: Redis commands per request for each path and
+ * memory per held-open connection (bench/capacity.ts).
  * Prints; asserts nothing.
  *
  * Environment: DATABASE_URL (admin connection; default postgres://postgres@127.0.0.1:5432/postgres),
@@ -32,6 +34,7 @@ import {
   moveToCpu,
   type Placement,
 } from './bench/children.ts';
+import { measureCapacity } from './bench/capacity.ts';
 import { measureRow, type Sample } from './bench/measure.ts';
 import { childLogNames, startProcesses, type Settings } from './bench/processes.ts';
 import { printReport } from './bench/report.ts';
@@ -148,6 +151,9 @@ async function run(stores: BenchStores, dir: string): Promise<void> {
   const results = rows.map((row) => ({ row, samples: samples.get(row)! }));
   printReport(results);
   printField(results, missing);
+  const capacity = await measureCapacity(running, rows, stores.redisUrl, settings);
+  console.log('\nCapacity (measure/bench/capacity.ts, after the rounds)');
+  for (const line of capacity) console.log(`  ${line}`);
 }
 
 async function main(): Promise<number> {

@@ -48,7 +48,8 @@ async function probe(row: Row, tls: Agent): Promise<{ status: number; cacheStatu
   return { status: response.statusCode, cacheStatus: Array.isArray(value) ? value.join(', ') : value };
 }
 
-async function runLoad(running: Running, options: LoadOptions, protocol?: 'h2'): Promise<LoadResult> {
+/** Drives `options` from the load generator's CPU (autocannon, or node:http2 for h2 rows). */
+export async function runLoad(running: Running, options: LoadOptions, protocol?: 'h2'): Promise<LoadResult> {
   const driver = protocol === 'h2' ? 'measure/bench/load-h2.ts' : 'measure/bench/load.ts';
   const child = startNode([join(ROOT, driver), JSON.stringify(options)], {
     cpu: running.placement.others,
