@@ -8,7 +8,8 @@ import { isIPv6 } from 'node:net';
 
 /** `2001:db8:1:2::/64` for `2001:db8:1:2:aaaa::1` at 64; IPv4 and anything else unchanged. */
 export function addressKey(address: string, ipv6PrefixLength: number): string {
-  if (ipv6PrefixLength >= 128 || !isIPv6(address)) return address;
+  // No colon, no IPv6 (the common IPv4 peer): isIPv6's regex costs ~0.4% of a cache hit's CPU.
+  if (ipv6PrefixLength >= 128 || !address.includes(':') || !isIPv6(address)) return address;
   // An IPv4 peer of a dual-stack socket is that IPv4 address, one caller.
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
   if (mapped !== null) return mapped[1]!;
