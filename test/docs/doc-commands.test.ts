@@ -90,6 +90,10 @@ const RULES: Rule[] = [
     exempt: 'measurements of minutes on an idle machine; docs/performance.md says how to run them',
   },
   {
+    pattern: /^sha=\$\(redis-cli script load |^redis-benchmark /,
+    exempt: "a measurement of the Redis node's throughput (docs/performance.md, capacity model)",
+  },
+  {
     pattern: /^npm run (gateway|service)( \| npm run (gateway|service))?( .*)?$|^node dist\//,
     exempt: 'run the built output; .ci/run builds it and the image runs it',
   },
