@@ -88,7 +88,15 @@ export function parseConfig(
   if (typeof data !== 'object' || Array.isArray(data))
     throw new ConfigError(source, ['(root): must be an object']);
   // verbose: an `anyOf` error carries its schema and the value, for one readable line.
-  const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: false, verbose: true });
+  // optimize off: the schema is compiled at every start and reload, validates once, and Ajv's
+  // pass that tidies the ~300 KB of code it generates costs more than it would ever save.
+  const ajv = new Ajv({
+    allErrors: true,
+    useDefaults: true,
+    strict: false,
+    verbose: true,
+    code: { optimize: false },
+  });
   addFormats(ajv);
   const validate = ajv.compile<GatewayConfig>(createGatewayConfigSchema(options.env ?? process.env));
   const valid = validate(data);
