@@ -81,10 +81,24 @@ function coalesceOverlaps(ranges: ByteRange[]): ByteRange[] {
 }
 
 /**
+ * RFC 9110 section 8.8.2.2: for an intermediate cache, a stored Last-Modified is strong when
+ * the stored Date is at least 60 seconds after it.
+ */
+const STRONG_LAST_MODIFIED_MS = 60_000;
+
+/** The stored Last-Modified (ms) when it is a strong validator (8.8.2.2), else undefined. */
+export function strongLastModified(headers: Record<string, string | string[]>): number | undefined {
+  const lastModified = parseHttpDate(headers['last-modified']);
+  const sent = parseHttpDate(headers['date']);
+  if (lastModified === undefined || sent === undefined) return undefined;
+  return sent - lastModified >= STRONG_LAST_MODIFIED_MS ? lastModified : undefined;
+}
+
+/**
  * RFC 9110 section 13.1.5: true when the Range may be applied. An entity-tag must match the
  * stored ETag by strong comparison; a date must equal Last-Modified exactly, and only counts
- * when Last-Modified is strong (8.8.2.2: Date at least one second after it). Anything else,
- * an unparsable If-Range included, sends the whole representation.
+ * when Last-Modified is strong (strongLastModified). Anything else, an unparsable If-Range
+ * included, sends the whole representation.
  */
 export function ifRangeHolds(
   request: IncomingHttpHeaders,
@@ -97,10 +111,7 @@ export function ifRangeHolds(
     return !condition.startsWith('W/') && etag !== undefined && !etag.startsWith('W/') && etag === condition;
   }
   const date = parseHttpDate(condition);
-  const lastModified = parseHttpDate(stored['last-modified']);
-  const sent = parseHttpDate(stored['date']);
-  if (date === undefined || lastModified === undefined || sent === undefined) return false;
-  return date === lastModified && sent - lastModified >= 1000;
+  return date !== undefined && date === strongLastModified(stored);
 }
 
 /** The 416 for a Range none of whose ranges the representation can satisfy (15.5.17). */

@@ -10,14 +10,7 @@ import { bufferedResponse, type GatewayResponse } from '../../pipeline/context.t
 import { ownCopy, teeBody } from './body-tee.ts';
 import type { CacheRequest, Fill, HttpCache, Prefix } from '../engine/http-cache.ts';
 import { firstValue } from '../rules/directives.ts';
-import { parseHttpDate } from '../../foundation/http-date.ts';
-
-/**
- * RFC 9110 section 8.8.2.2: for an intermediate cache, a Last-Modified is strong when the
- * response's Date is at least 60 seconds after it (the representation cannot have changed
- * twice within that second unseen).
- */
-const STRONG_LAST_MODIFIED_MS = 60_000;
+import { strongLastModified } from '../answer/ranges.ts';
 
 const CONTENT_RANGE = /^bytes ([0-9]{1,15})-([0-9]{1,15})\/([0-9]{1,15})$/;
 
@@ -66,10 +59,7 @@ export function strongValidator(headers: Record<string, string | string[]>): str
   const etag = firstValue(headers['etag'])?.trim();
   if (etag !== undefined) return etag.startsWith('"') ? etag : undefined;
   const lastModified = firstValue(headers['last-modified'])?.trim();
-  const modified = parseHttpDate(lastModified);
-  const date = parseHttpDate(headers['date']);
-  if (lastModified === undefined || modified === undefined || date === undefined) return undefined;
-  return date - modified >= STRONG_LAST_MODIFIED_MS ? lastModified : undefined;
+  return strongLastModified(headers) === undefined ? undefined : lastModified;
 }
 
 /**

@@ -150,6 +150,20 @@ describe('RFC 9110 section 13.1.5: If-Range', () => {
     expect(other.status).toBe(200);
     expect(origin.count()).toBe(1);
   });
+  it('takes a Last-Modified under 60 s before Date for weak: the whole response (RFC 9110 8.8.2.2)', async () => {
+    clock = createClock();
+    const lastModified = new Date(clock.now() - 30_000).toUTCString();
+    origin = await startOrigin(() => ({
+      headers: { date: clock.date(), 'last-modified': lastModified, 'cache-control': 'max-age=60' },
+      body: BODY,
+    }));
+    gateway = await startCacheGateway({ upstream: origin.url, clock });
+    await gateway.get('/v1/file');
+    const weak = await gateway.get('/v1/file', { range: 'bytes=0-1', 'if-range': lastModified });
+    expect(weak.status).toBe(200);
+    expect(weak.body).toBe(BODY);
+    expect(origin.count()).toBe(1);
+  });
 });
 
 describe('RFC 9111 section 3.3: partial and stale responses', () => {
