@@ -5,7 +5,10 @@
  * with a stand-in for a stage by name where a real one needs what they lack.
  *
  * Every component registers its close on the lifecycle as it is created, so that a start
- * that fails later closes exactly what was built, and a drain closes it in reverse.
+ * that fails later closes exactly what was built, and a drain closes it in reverse. What a
+ * config reload rebuilds (the pipeline: routes, upstream pools, authenticator, stages) is one
+ * generation with a lifecycle of its own (live-handler.ts swaps it); what outlives a reload
+ * is built once (Shared, below, says why each).
  */
 import { createSubscriber, type RedisClient } from '../shared/redis.ts';
 import type { Logger } from 'pino';
@@ -20,10 +23,19 @@ import { registerCacheMetrics } from './cache/metrics.ts';
 import type { GatewayConfig } from './config/schema/gateway.ts';
 import { createClientIp } from './edge/client-ip.ts';
 import { createAuthenticator, type Authenticator } from './identity/authenticate.ts';
-import { createDeprecatedCallCounter } from './observability/deprecation-metrics.ts';
+import {
+  createDeprecatedCallCounter,
+  type DeprecatedCallCounter,
+} from './observability/deprecation-metrics.ts';
 import { createMetrics, type GatewayMetrics } from './observability/metrics.ts';
-import { createOtlpExporter, registerExportMetrics } from './observability/otlp-exporter.ts';
-import { createRequestAccounting } from './observability/request-accounting.ts';
+import {
+  createOtlpExporter,
+  registerExportMetrics,
+  type SpanExporter,
+} from './observability/otlp-exporter.ts';
+import { createRequestAccounting, type RequestAccounting } from './observability/request-accounting.ts';
+import { createLiveHandler, type PipelineGeneration } from './pipeline/live-handler.ts';
+import { createResilienceMetrics, type ResilienceMetrics } from './upstream/resilience-metrics.ts';
 import { compose } from './pipeline/compose.ts';
 import { createRequestHandler, type RequestHandler } from './edge/request-handler.ts';
 import { createRateLimiter, type RateLimiter } from './rate-limit/limiter.ts';
@@ -33,7 +45,7 @@ import { createForward } from './upstream/forward.ts';
 import { createUpstreams, type Upstreams } from './upstream/pools.ts';
 import { createRouteUpstreams, type RouteUpstreams } from './upstream/route-upstreams.ts';
 import { routeTargets } from './config/schema/routes.ts';
-import { createWebSocketMetrics } from './websocket/metrics.ts';
+import { createWebSocketMetrics, type WebSocketMetrics } from './websocket/metrics.ts';
 import { createDial } from './websocket/upstream-dial.ts';
 import { WebSockets } from './websocket/websockets.ts';
 
@@ -68,23 +80,110 @@ export interface BuiltGateway {
   metrics: GatewayMetrics;
   limiter: RateLimiter;
   cache: HttpCache;
-  upstreams: Upstreams;
-  /** Each route's targets, with their ejection and health state. */
-  routeUpstreams: RouteUpstreams;
-  authenticator?: Authenticator;
+  /** The current pipeline's upstream pools (a reload replaces them). */
+  readonly upstreams: Upstreams;
+  /** Each route's targets, with their ejection and health state (the current pipeline's). */
+  readonly routeUpstreams: RouteUpstreams;
+  readonly authenticator: Authenticator | undefined;
   /** Present when an audit log path was given; the listener records its raw refusals here. */
   audit?: AuditLog;
+  /** The config the current pipeline was built from. */
+  readonly config: GatewayConfig;
   readinessChecks(): ReadinessCheck[];
-  /** Present when a route takes WebSockets: a drain closes them first (start.ts). */
-  websockets?: WebSockets;
   /** The pipeline's stages, in the order requests pass them (the dashboard shows them). */
-  stageNames: readonly string[];
+  readonly stageNames: readonly string[];
+  /** Every open WebSocket, of whichever pipeline opened it: a drain closes them first (start.ts). */
+  websockets: { closeAll(): Promise<void>; readonly size: number };
+  /**
+   * Builds a new pipeline from `next` and swaps it in: requests in flight finish on the old
+   * one, which closes once they have. A build that fails throws, and the running one stays.
+   * `drained` settles when the old pipeline has closed.
+   */
+  reconfigure(next: GatewayConfig): Promise<{ drained: Promise<void> }>;
   /** Closes every component, last built first. */
   close(): Promise<void>;
 }
 
 /** How long in-flight upstream requests may take to finish once a drain reaches the pools. */
 const POOL_CLOSE_GRACE_MS = 2000;
+
+/**
+ * What outlives a reload, built once per gateway, each for its reason:
+ * - the metrics registry: counters must run on across a reload, and a series registered twice
+ *   is an error;
+ * - the rate limiter: the counts of the current windows (reconfigure() swaps its policies);
+ * - the cache and its invalidation subscriber: the stored answers (the `cache` section needs a
+ *   restart, so they never meet settings other than their own);
+ * - the audit log: one writer per file, or its hash chain would fork;
+ * - the span exporter: its queue and connection (`tracing.otlp` needs a restart);
+ * - the request accounting, resilience and deprecation metrics: they write to the registry;
+ * - Redis (deps.redis): the process's connection, never ours to close.
+ */
+interface Shared {
+  metrics: GatewayMetrics;
+  limiter: RateLimiter;
+  cache: HttpCache;
+  audit?: AuditLog;
+  spanExporter?: SpanExporter;
+  resilience: ResilienceMetrics;
+  countDeprecatedCall: DeprecatedCallCounter;
+  accounting: RequestAccounting;
+  websockets: WebSocketFleet;
+}
+
+/**
+ * The WebSockets of every pipeline: each pipeline dials with its own routes, but a relay
+ * outlives the pipeline that opened it (it uses no pool of it), so a reload never cuts one;
+ * a drain closes them all. The metrics are made once, on the first route that takes them.
+ */
+class WebSocketFleet {
+  readonly #registry: GatewayMetrics['registry'];
+  readonly #all = new Set<WebSockets>();
+  readonly #retired = new Set<WebSockets>();
+  #metrics: WebSocketMetrics | undefined;
+
+  constructor(registry: GatewayMetrics['registry']) {
+    this.#registry = registry;
+  }
+
+  get size(): number {
+    return [...this.#all].reduce((sum, websockets) => sum + websockets.size, 0);
+  }
+
+  add(deps: Omit<ConstructorParameters<typeof WebSockets>[0], 'metrics'>): WebSockets {
+    this.#metrics ??= createWebSocketMetrics(this.#registry);
+    const websockets = new WebSockets({ ...deps, metrics: this.#metrics });
+    this.#all.add(websockets);
+    return websockets;
+  }
+
+  /** A retired pipeline's: forgotten once its last relay has ended (checked at each build). */
+  retire(websockets: WebSockets): void {
+    this.#retired.add(websockets);
+    this.prune();
+  }
+
+  prune(): void {
+    for (const websockets of this.#retired)
+      if (websockets.size === 0) {
+        this.#retired.delete(websockets);
+        this.#all.delete(websockets);
+      }
+  }
+
+  async closeAll(): Promise<void> {
+    await Promise.all([...this.#all].map((websockets) => websockets.closeAll()));
+  }
+}
+
+/** What one config builds, and a reload rebuilds: each closes with its generation. */
+interface Generation extends PipelineGeneration {
+  config: GatewayConfig;
+  upstreams: Upstreams;
+  routeUpstreams: RouteUpstreams;
+  authenticator?: Authenticator;
+  stageNames: readonly string[];
+}
 
 export async function buildGateway(
   config: GatewayConfig,
@@ -93,28 +192,71 @@ export async function buildGateway(
   lifecycle = new Lifecycle(),
 ): Promise<BuiltGateway> {
   const { log } = deps;
-  const metrics = createMetrics({ processMetrics: deps.processMetrics ?? false });
-  const upstreams = createUpstreams(
-    config.routes.flatMap((route) => routeTargets(route).map((target) => target.url)),
-    config.proxy,
+  const shared = await buildShared(config, deps, options, lifecycle, () => live.current());
+  const live = createLiveHandler(await buildGeneration(config, shared, deps, options), (error) =>
+    log.error({ err: error }, 'closing a replaced pipeline failed'),
   );
-  lifecycle.defer('upstream pools', () => closePools(upstreams));
-  // Deferred after the pools, so closed before them: no health check starts on a closed pool.
-  const routeUpstreams = createRouteUpstreams(config.routes, upstreams, config.proxy, {
-    log,
-    registry: metrics.registry,
-  });
-  lifecycle.defer('upstream health checks', () => routeUpstreams.close());
+  lifecycle.defer('pipeline', () => live.close());
+  const { metrics, limiter, cache, audit } = shared;
+
+  return {
+    handler: live.handle,
+    metrics,
+    limiter,
+    cache,
+    get upstreams() {
+      return live.current().upstreams;
+    },
+    get routeUpstreams() {
+      return live.current().routeUpstreams;
+    },
+    get authenticator() {
+      return live.current().authenticator;
+    },
+    ...(audit === undefined ? {} : { audit }),
+    websockets: shared.websockets,
+    get config() {
+      return live.current().config;
+    },
+    get stageNames() {
+      return live.current().stageNames;
+    },
+    readinessChecks: () => {
+      const { upstreams, routeUpstreams, authenticator } = live.current();
+      return readinessChecks({
+        upstreams,
+        routeUpstreams,
+        ...(authenticator === undefined ? {} : { authenticator }),
+        ...(deps.redis === undefined ? {} : { redis: deps.redis }),
+        rateLimitStore: () => limiter.status(),
+        ...(deps.readinessChecks === undefined ? {} : { extra: deps.readinessChecks }),
+      });
+    },
+    async reconfigure(next) {
+      const generation = await buildGeneration(next, shared, deps, options);
+      // Only once the new pipeline stands: a build that failed has changed nothing.
+      limiter.reconfigure(next.rateLimits);
+      return { drained: live.swap(generation) };
+    },
+    close: () => lifecycle.close(),
+  };
+}
+
+async function buildShared(
+  config: GatewayConfig,
+  deps: BuildDeps,
+  options: BuildOptions,
+  lifecycle: Lifecycle,
+  current: () => Generation,
+): Promise<Shared> {
+  const { log } = deps;
+  const metrics = createMetrics({ processMetrics: deps.processMetrics ?? false });
   const limiter = createRateLimiter(config.rateLimits, {
     redis: deps.redis,
     storeFailureLog: createStoreFailureLog(log),
   });
   lifecycle.defer('rate limiter', () => limiter.close());
   metrics.watchRateLimiter(() => limiter.status());
-  const authenticator = needsAuthenticator(config, options)
-    ? createAuthenticator(config.auth, authDeps(deps))
-    : undefined;
-  if (authenticator !== undefined) lifecycle.defer('authenticator', () => authenticator.close());
   const cache = await buildCache(config, deps, options, lifecycle);
   registerCacheMetrics(metrics.registry, cache);
   const audit =
@@ -122,23 +264,6 @@ export async function buildGateway(
       ? undefined
       : createAuditLog({ path: deps.auditLogPath, logger: log, registry: metrics.registry });
   if (audit !== undefined) lifecycle.defer('audit log', () => audit.close());
-
-  const forward = createForward(config.proxy, {
-    routes: routeUpstreams,
-    metrics,
-    maxBodyBytes: config.listener.limits.maxBodyBytes,
-    ...(deps.assertionKeys === undefined ? {} : { assertionKeys: deps.assertionKeys }),
-  });
-  const websockets = config.routes.some((route) => route.websocket !== undefined)
-    ? new WebSockets({
-        dial: createDial(config.proxy, { routes: routeUpstreams, assertionKeys: deps.assertionKeys }),
-        metrics: createWebSocketMetrics(metrics.registry),
-        record: audit === undefined ? undefined : (entry) => audit.record(entry),
-        log,
-      })
-    : undefined;
-  // Deferred after the audit log, so closed before it: their close records are written.
-  if (websockets !== undefined) lifecycle.defer('websockets', () => websockets.closeAll());
   const { endpoint } = config.tracing.otlp;
   const spanExporter =
     endpoint === undefined ? undefined : createOtlpExporter({ ...config.tracing.otlp, endpoint }, log);
@@ -146,54 +271,102 @@ export async function buildGateway(
     registerExportMetrics(metrics.registry, spanExporter);
     lifecycle.defer('span exporter', () => spanExporter.close());
   }
-  const stages = createStages(
-    config,
-    {
-      forward,
-      limiter,
-      cache,
-      countDeprecatedCall: createDeprecatedCallCounter(metrics.registry),
-      ...(authenticator === undefined ? {} : { authenticator }),
-      ...(spanExporter === undefined ? {} : { spanExporter }),
-      ...(websockets === undefined ? {} : { websockets }),
-    },
-    options.stages,
-  );
-  const handler = createRequestHandler({
-    run: compose(
-      stages,
-      config.admin.stageTiming ? metrics.stageTimer(stages.map((named) => named.name)) : undefined,
-    ),
-    log,
-    clientIpOf: createClientIp(config.proxy.trustProxy),
-    accounting: createRequestAccounting({ metrics, log, ...(audit === undefined ? {} : { audit }) }),
-    ...(deps.answerHeaders === undefined ? {} : { answerHeaders: deps.answerHeaders }),
-    // The targeted fields this cache obeys are ours alone too (RFC 9213), on every route.
-    gatewayFields: [...new Set([GATEWAY_CACHE_CONTROL, CACHE_INVALIDATES, ...config.cache.targetedFields])],
-  });
-
   return {
-    handler,
     metrics,
     limiter,
     cache,
-    upstreams,
-    routeUpstreams,
-    ...(authenticator === undefined ? {} : { authenticator }),
     ...(audit === undefined ? {} : { audit }),
-    ...(websockets === undefined ? {} : { websockets }),
-    stageNames: stages.map((named) => named.name),
-    readinessChecks: () =>
-      readinessChecks({
-        upstreams,
-        routeUpstreams,
-        ...(authenticator === undefined ? {} : { authenticator }),
-        ...(deps.redis === undefined ? {} : { redis: deps.redis }),
-        rateLimitStore: () => limiter.status(),
-        ...(deps.readinessChecks === undefined ? {} : { extra: deps.readinessChecks }),
-      }),
-    close: () => lifecycle.close(),
+    ...(spanExporter === undefined ? {} : { spanExporter }),
+    // The rotation gauge reads the current pipeline's targets when scraped.
+    resilience: createResilienceMetrics(metrics.registry, () => current().routeUpstreams.sets),
+    countDeprecatedCall: createDeprecatedCallCounter(metrics.registry),
+    accounting: createRequestAccounting({ metrics, log, ...(audit === undefined ? {} : { audit }) }),
+    websockets: new WebSocketFleet(metrics.registry),
   };
+}
+
+/**
+ * One pipeline from one config: upstream pools and their health checks, the authenticator
+ * (its key source and API-key store), the stages and the handler. A build that fails closes
+ * what it had opened and throws.
+ */
+function buildGeneration(
+  config: GatewayConfig,
+  shared: Shared,
+  deps: BuildDeps,
+  options: BuildOptions,
+): Promise<Generation> {
+  const { log } = deps;
+  const { metrics } = shared;
+  // Synchronous, but started by the lifecycle, so that a throw closes what was opened.
+  return new Lifecycle().start((lifecycle) => {
+    const upstreams = createUpstreams(
+      config.routes.flatMap((route) => routeTargets(route).map((target) => target.url)),
+      config.proxy,
+    );
+    lifecycle.defer('upstream pools', () => closePools(upstreams));
+    // Deferred after the pools, so closed before them: no health check starts on a closed pool.
+    const routeUpstreams = createRouteUpstreams(config.routes, upstreams, config.proxy, {
+      log,
+      registry: metrics.registry,
+      metrics: shared.resilience,
+    });
+    lifecycle.defer('upstream health checks', () => routeUpstreams.close());
+    const authenticator = needsAuthenticator(config, options)
+      ? createAuthenticator(config.auth, authDeps(deps))
+      : undefined;
+    if (authenticator !== undefined) lifecycle.defer('authenticator', () => authenticator.close());
+    shared.websockets.prune();
+    const websockets = config.routes.some((route) => route.websocket !== undefined)
+      ? shared.websockets.add({
+          dial: createDial(config.proxy, { routes: routeUpstreams, assertionKeys: deps.assertionKeys }),
+          record: shared.audit === undefined ? undefined : (entry) => shared.audit?.record(entry),
+          log,
+        })
+      : undefined;
+    if (websockets !== undefined) lifecycle.defer('websockets', () => shared.websockets.retire(websockets));
+
+    const forward = createForward(config.proxy, {
+      routes: routeUpstreams,
+      metrics,
+      maxBodyBytes: config.listener.limits.maxBodyBytes,
+      ...(deps.assertionKeys === undefined ? {} : { assertionKeys: deps.assertionKeys }),
+    });
+    const stages = createStages(
+      config,
+      {
+        forward,
+        limiter: shared.limiter,
+        cache: shared.cache,
+        countDeprecatedCall: shared.countDeprecatedCall,
+        ...(authenticator === undefined ? {} : { authenticator }),
+        ...(shared.spanExporter === undefined ? {} : { spanExporter: shared.spanExporter }),
+        ...(websockets === undefined ? {} : { websockets }),
+      },
+      options.stages,
+    );
+    const handler = createRequestHandler({
+      run: compose(
+        stages,
+        config.admin.stageTiming ? metrics.stageTimer(stages.map((named) => named.name)) : undefined,
+      ),
+      log,
+      clientIpOf: createClientIp(config.proxy.trustProxy),
+      accounting: shared.accounting,
+      ...(deps.answerHeaders === undefined ? {} : { answerHeaders: deps.answerHeaders }),
+      // The targeted fields this cache obeys are ours alone too (RFC 9213), on every route.
+      gatewayFields: [...new Set([GATEWAY_CACHE_CONTROL, CACHE_INVALIDATES, ...config.cache.targetedFields])],
+    });
+    return Promise.resolve({
+      config,
+      handle: handler,
+      upstreams,
+      routeUpstreams,
+      ...(authenticator === undefined ? {} : { authenticator }),
+      stageNames: stages.map((named) => named.name),
+      close: () => lifecycle.close(),
+    });
+  });
 }
 
 /** A stand-in authenticate stage needs no authenticator; routes without auth need none. */

@@ -56,7 +56,7 @@ export async function runGateway(env: NodeJS.ProcessEnv, log: Logger): Promise<R
     const devCertificate = hasCertificate ? undefined : await ensureDevCertificate(dataDir);
     const workerMetrics = isWorker() ? createWorkerMetrics() : undefined;
     // Bound once the watcher exists, after the gateway (its apply reconfigures the gateway).
-    let reloadConfig: (() => ReloadResult) | undefined;
+    let reloadConfig: (() => Promise<ReloadResult>) | undefined;
     // Made once the gateway's registry exists; the dashboard may ask before (then: nothing yet).
     const late: { configMetrics?: ConfigMetrics } = {};
     const gateway = await startGateway(config, {
@@ -99,8 +99,8 @@ export async function runGateway(env: NodeJS.ProcessEnv, log: Logger): Promise<R
         : watchConfigFile(configPath, env, {
             log,
             running: config,
-            apply: (next) => gateway.reconfigureRateLimits(next.rateLimits),
-            onResult: (result) => configMetrics.reloaded(result.outcome, result.version),
+            apply: async (next) => void (await gateway.reconfigure(next)),
+            onResult: (result) => configMetrics.reloaded(result),
           });
     if (reloader !== undefined) lifecycle.defer('config watcher', () => reloader.close());
     if (reloader !== undefined) reloadConfig = () => reloader.reload('admin');
@@ -118,7 +118,7 @@ export async function runGateway(env: NodeJS.ProcessEnv, log: Logger): Promise<R
             'certificate reload failed; keeping the current one',
           );
         }
-        reloader?.reload('SIGHUP');
+        void reloader?.reload('SIGHUP');
       },
       stop: () => lifecycle.close(),
     };

@@ -28,7 +28,6 @@ import { createHttpsListener, createRedirectListener, hstsValue } from './edge/l
 import { NOSNIFF, type Refusal } from './edge/raw-refusal.ts';
 import { TLS_OPTIONS, describeCertificate, loadCertificate, type CertificatePair } from './edge/tls.ts';
 import type { GatewayMetrics } from './observability/metrics.ts';
-import type { RateLimitsConfig } from './config/schema/rate-limit.ts';
 import type { RateLimiter } from './rate-limit/limiter.ts';
 
 export interface GatewayDeps extends BuildDeps {
@@ -45,7 +44,7 @@ export interface GatewayDeps extends BuildDeps {
   /** Certificate files when the config names none (the data dir's development certificate). */
   certificateFiles?: { certFile: string; keyFile: string };
   /** What `POST /config/reload` runs: the config file's reload, or undefined without a file (run.ts). */
-  reloadConfig?: () => ReloadResult | undefined;
+  reloadConfig?: () => Promise<ReloadResult> | undefined;
   /** The dashboard chart's sampling interval (admin/traffic-history.ts; 10 s): tests shorten it. */
   dashboardHistoryMs?: number;
   /** The config version running and the last reload, for the dashboard (run.ts). */
@@ -65,8 +64,13 @@ export interface Gateway {
   close(): Promise<void>;
   /** Re-reads the certificate files; a bad pair throws and the current one stays. */
   reloadCertificates(): { subject: string; validTo: string; fingerprint256: string };
-  /** Applies new rate-limit policies to the next requests; nothing in flight fails. */
-  reconfigureRateLimits(config: RateLimitsConfig): void;
+  /**
+   * Builds a new pipeline from `config` (routes, upstreams, auth, CORS, limits...) and serves
+   * the next requests with it; those in flight finish on the old one, closed once they have
+   * (`drained`). A build that fails throws and the running pipeline stays. The listener and
+   * admin settings are not read from it: they need a restart (config/reload.ts).
+   */
+  reconfigure(config: GatewayConfig): Promise<{ drained: Promise<void> }>;
   readonly limiter: RateLimiter;
 }
 
@@ -96,14 +100,21 @@ export async function startGateway(
       log.warn('no admin token (PORTICO_ADMIN_TOKEN): the cache purge is refused');
     const adminGuard = createAdminGuard(adminToken, adminHost, config.admin.allowedHosts);
     const dashboard = createDashboard({
-      routes: config.routes,
-      stageNames: built.stageNames,
+      // Read at each snapshot: a reload swaps the pipeline they describe.
+      get routes() {
+        return built.config.routes;
+      },
+      get stageNames() {
+        return built.stageNames;
+      },
       metrics: built.metrics,
       limiter: built.limiter,
       cache: built.cache,
-      upstreamHealth: upstreamHealth(built.upstreams, config.routes),
+      upstreamHealth: (timeoutMs) => upstreamHealth(built.upstreams, built.config.routes)(timeoutMs),
       configState: () => deps.configState?.(),
-      rateLimitPolicies: config.rateLimits.policies,
+      get rateLimitPolicies() {
+        return built.config.rateLimits.policies;
+      },
       apiKeys: () => built.authenticator?.apiKeyRecords?.(),
       ...(deps.dashboardHistoryMs === undefined ? {} : { historyIntervalMs: deps.dashboardHistoryMs }),
     });
@@ -134,7 +145,9 @@ export async function startGateway(
         built.handler(req, res);
       },
       onRefused: (refusal) => built.audit?.record(refusalEntry(refusal)),
-      extendedConnect: built.websockets !== undefined,
+      // Decided by the routes at start: the listener's SETTINGS cannot change on a reload, so a
+      // WebSocket route added by one takes HTTP/1.1 handshakes until a restart.
+      extendedConnect: built.config.routes.some((route) => route.websocket !== undefined),
     });
     // Made right after the listener, before it can take a request.
     // The drain uses close, closeIdleConnections and closeAllConnections, which the edge
@@ -149,7 +162,7 @@ export async function startGateway(
       draining = true;
       // WebSockets hear 1001 (going away) as the drain begins: they would otherwise hold it
       // until its deadline, then be cut without a close frame.
-      await Promise.all([built.websockets?.closeAll(), httpsDrain.drain(config.listener.shutdownTimeoutMs)]);
+      await Promise.all([built.websockets.closeAll(), httpsDrain.drain(config.listener.shutdownTimeoutMs)]);
     });
 
     const redirectAddress = await startRedirect(config, httpsAddress, log, lifecycle);
@@ -166,9 +179,10 @@ export async function startGateway(
       },
       metrics: built.metrics,
       limiter: built.limiter,
-      reconfigureRateLimits(next) {
-        built.limiter.reconfigure(next);
-        log.info({ policies: next.policies.map((p) => p.name) }, 'rate limits reloaded');
+      async reconfigure(next) {
+        const swapped = await built.reconfigure(next);
+        log.info({ routes: next.routes.map((route) => route.prefix) }, 'pipeline replaced');
+        return swapped;
       },
       async close() {
         await lifecycle.close();

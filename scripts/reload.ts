@@ -13,18 +13,19 @@ answerHelp(`${USAGE}
 
 Reloads the running gateway's config file (PORTICO_CONFIG) now, as SIGHUP does, through its admin
 listener (ADMIN_HOST, ADMIN_PORT: ${DEFAULT_ADMIN_PORT}) with the admin token (PORTICO_ADMIN_TOKEN, else
-the data dir's admin-token), and prints the result: what was applied, what needs a restart, or
-every problem of a refused file. The file's version (a digest) and the last result are also on
+the data dir's admin-token), and prints the result: what was applied (routes, upstreams, auth,
+CORS, limits... run on a new pipeline; requests in flight finish on the old one), the keys that
+need a restart (listener, admin, cache, tracing.otlp), or every problem of a refused file or of
+a pipeline that could not be built. The file's version (a digest) and the last result are also on
 /metrics (portico_config_info, portico_config_last_reload_success).
 
 Exit status: 0 applied or unchanged, 1 refused or not done (no gateway, no config file), 2 usage.`);
 if (process.argv.length > 2) usageError('reload', USAGE, `unexpected argument ${process.argv[2]}`);
 
+/** The gateway's ReloadResult (gateway/config/reload.ts), as far as this prints it. */
 interface Result {
   outcome: string;
-  version?: string;
-  applied?: string[];
-  needsRestart?: string[];
+  message?: string;
   problems?: string[];
 }
 
@@ -64,17 +65,10 @@ try {
   fail(`no gateway answered at ${url}: ${cause?.message ?? (error as Error).message}`);
 }
 const result = (await response.json().catch(() => ({ outcome: `HTTP ${response.status}` }))) as Result;
-const restart = result.needsRestart?.length
-  ? `; needs a restart to apply: ${result.needsRestart.join(', ')}`
-  : '';
-if (result.outcome === 'applied') {
-  process.stdout.write(`applied ${result.version}: ${result.applied?.join(', ')}${restart}\n`);
-} else if (result.outcome === 'unchanged') {
-  process.stdout.write(`unchanged ${result.version}: nothing that reloads has changed${restart}\n`);
+if (result.outcome === 'applied' || result.outcome === 'unchanged') {
+  process.stdout.write(`${result.message}\n`);
 } else if (result.outcome === 'refused') {
-  process.stderr.write(
-    `refused ${result.version}: the running config stays\n${(result.problems ?? []).map((p) => `  ${p}\n`).join('')}`,
-  );
+  process.stderr.write(`${result.message}\n${(result.problems ?? []).map((p) => `  ${p}\n`).join('')}`);
   process.exitCode = 1;
 } else {
   const detail =

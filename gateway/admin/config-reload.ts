@@ -16,7 +16,7 @@ export function handleConfigReload(
   req: IncomingMessage,
   res: ServerResponse,
   guard: (req: IncomingMessage) => HttpProblem | undefined,
-  reload: () => ReloadResult | undefined,
+  reload: () => Promise<ReloadResult> | undefined,
 ): boolean {
   if ((req.url ?? '/').split('?', 1)[0] !== RELOAD_PATH) return false;
   req.resume();
@@ -32,9 +32,20 @@ export function handleConfigReload(
     sendProblem(res, refused);
     return true;
   }
-  const result = reload();
+  void answer(res, reload());
+  return true;
+}
+
+async function answer(res: ServerResponse, running: Promise<ReloadResult> | undefined): Promise<void> {
+  let result: ReloadResult | undefined;
+  try {
+    result = await running;
+  } catch (error) {
+    // A reload never throws by design (a failure is a refused result); a bug still gets an answer.
+    sendProblem(res, new HttpProblem('ERR_INTERNAL', `the reload failed: ${(error as Error).message}`));
+    return;
+  }
   const status = result === undefined ? 409 : result.outcome === 'refused' ? 422 : 200;
   res.writeHead(status, { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' });
   res.end(JSON.stringify(result ?? { outcome: 'no config file', problems: ['PORTICO_CONFIG is not set'] }));
-  return true;
 }

@@ -128,7 +128,7 @@ function trustedIssuer(
           staleMaxAgeMs: jwt.staleKeysMaxAgeSeconds * 1000,
           cooldownMs: jwt.refetchCooldownSeconds * 1000,
         })
-      : createStaticKeySource(JSON.parse(readFileSync(jwt.jwksFile!, 'utf8')));
+      : createStaticKeySource(readJwksFile(jwt.jwksFile!));
   // checkAuthConfig made sure both are set with an external issuer.
   const issuer = jwt.issuer!;
   const audience = jwt.audience!;
@@ -196,6 +196,16 @@ function jwtTokens(jwt: AuthConfig['jwt'], deps: AuthenticatorDeps, now: () => n
     now,
   });
   return { known: verifier.known, verify: verifier.verify, keys };
+}
+
+/** The JWKS of `auth.jwt.jwksFile`; a file missing or not JSON is refused by that key. */
+function readJwksFile(file: string): Parameters<typeof createStaticKeySource>[0] {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8'));
+  } catch (error) {
+    const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    throw new Error(`auth.jwt.jwksFile: cannot read ${file} as a JWKS: ${reason}`, { cause: error });
+  }
 }
 
 /** API keys, when enabled: the signing ring (loaded once per process) and the revocation store. */

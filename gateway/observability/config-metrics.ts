@@ -8,7 +8,22 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 /** The config running and the last reload, as the dashboard shows them. */
 export interface ConfigState {
   version: string;
-  lastReload?: { outcome: 'applied' | 'unchanged' | 'refused'; version: string; at: string };
+  lastReload?: {
+    outcome: 'applied' | 'unchanged' | 'refused';
+    version: string;
+    at: string;
+    /** The result in one line; a refusal's problems follow on lines of their own. */
+    message: string;
+  };
+}
+
+/** What a reload reports here (config/reload.ts's ReloadResult). */
+interface ReloadOutcome {
+  outcome: 'applied' | 'unchanged' | 'refused';
+  version: string;
+  at: string;
+  message: string;
+  problems: readonly string[];
 }
 
 export interface ConfigMetrics {
@@ -16,7 +31,7 @@ export interface ConfigMetrics {
   /** The version now running (replaces the previous one). */
   running(version: string): void;
   /** A reload's outcome; the version runs when it was applied. */
-  reloaded(outcome: 'applied' | 'unchanged' | 'refused', version: string): void;
+  reloaded(result: ReloadOutcome): void;
 }
 
 export function createConfigMetrics(registry: Registry, startVersion: string): ConfigMetrics {
@@ -53,8 +68,8 @@ export function createConfigMetrics(registry: Registry, startVersion: string): C
   return {
     state: () => structuredClone(state),
     running,
-    reloaded(outcome, version) {
-      state.lastReload = { outcome, version, at: new Date().toISOString() };
+    reloaded({ outcome, version, at, message, problems }) {
+      state.lastReload = { outcome, version, at, message: [message, ...problems].join('\n') };
       reloads.inc({ result: outcome });
       lastSuccess.set(outcome === 'refused' ? 0 : 1);
       lastTime.set(Date.now() / 1000);

@@ -62,6 +62,7 @@ export function createMetrics(options: { processMetrics: boolean }): GatewayMetr
   // Bounded: routes come from config, methods from KNOWN_METHODS, statuses are three digits.
   const boundRequests = new Map<string, () => void>();
   const boundDurations = new Map<string, (seconds: number) => void>();
+  let stageDuration: ReturnType<typeof createBoundHistogram> | undefined;
   return {
     registry,
     observeRequest(route, method, status, seconds) {
@@ -82,7 +83,8 @@ export function createMetrics(options: { processMetrics: boolean }): GatewayMetr
       observe(seconds);
     },
     stageTimer(stageNames) {
-      const stageDuration = createBoundHistogram(registry, {
+      // One histogram for every pipeline a reload builds: a series registered twice is an error.
+      stageDuration ??= createBoundHistogram(registry, {
         name: 'portico_stage_duration_seconds',
         help:
           "Each pipeline stage's own time per request, the stages after it excluded: " +
@@ -93,7 +95,8 @@ export function createMetrics(options: { processMetrics: boolean }): GatewayMetr
           30,
         ],
       });
-      const byIndex = stageNames.map((stage) => stageDuration.bind({ stage }));
+      const histogram = stageDuration;
+      const byIndex = stageNames.map((stage) => histogram.bind({ stage }));
       return (index, seconds) => byIndex[index]?.(seconds);
     },
     upstreamError(upstream, kind) {

@@ -29,12 +29,13 @@ export function createRouteUpstreams(
   routes: readonly RouteDefinition[],
   upstreams: Upstreams,
   proxy: ProxyConfig,
-  deps: { log: Logger; registry: Registry },
+  /** `metrics`: the gateway's own, when it outlives this set of routes (a reload builds another). */
+  deps: { log: Logger; registry: Registry; metrics?: ResilienceMetrics },
 ): RouteUpstreams {
   const byRoute = new Map<RouteDefinition, UpstreamSet>();
   for (const route of routes) byRoute.set(route, createUpstreamSet(route, upstreams, proxy));
   const sets = [...byRoute.values()];
-  const metrics = createResilienceMetrics(deps.registry, () => sets);
+  const metrics = deps.metrics ?? createResilienceMetrics(deps.registry, () => sets);
   const outlier = createOutlierEjection(proxy.outlierDetection, { log: deps.log, metrics });
   const checks: HealthChecks[] = sets.flatMap((set) =>
     set.healthCheck === undefined

@@ -48,7 +48,7 @@ describe('a ConfigMap volume', () => {
     const reloader = watchConfigFile(
       file,
       {},
-      { log, running: loadConfigFile(file, {}).config, apply: (c) => applied.push(c) },
+      { log, running: loadConfigFile(file, {}).config, apply: (c) => void applied.push(c) },
     );
     try {
       kubeletWrite(volume, configWithLimit(5), '01');

@@ -216,10 +216,12 @@ function showState(snapshot) {
   // The file version running (its digest) and how the last reload went (npm run -s reload, SIGHUP).
   const config = snapshot.config;
   byId('config-version').textContent = config === undefined ? '–' : config.version;
+  // The result's first line (applied what, what needs a restart); a refusal's problems follow it.
+  const reload = config?.lastReload;
   byId('config-reload').textContent =
-    config?.lastReload === undefined
+    reload === undefined
       ? 'no reload since the start'
-      : `last reload ${config.lastReload.outcome} (${config.lastReload.version}) at ${new Date(config.lastReload.at).toLocaleTimeString()}`;
+      : `last reload at ${new Date(reload.at).toLocaleTimeString()}: ${reload.message ?? reload.outcome}`;
   byId('updated').textContent = `updated ${new Date(snapshot.generatedAt).toLocaleTimeString()}`;
 }
 

@@ -105,7 +105,11 @@ describe('reloading a config file', () => {
     );
     const applied: GatewayConfig[] = [];
     const running = loadConfigFile(file, {}).config;
-    const reloader = watchConfigFile(file, {}, { log, running, apply: (config) => applied.push(config) });
+    const reloader = watchConfigFile(
+      file,
+      {},
+      { log, running, apply: (config) => void applied.push(config) },
+    );
     return { file, lines, applied, reloader };
   }
   const policy = (limit: number) => [
@@ -115,39 +119,98 @@ describe('reloading a config file', () => {
   ];
   const route = (upstream: string) => ['routes:', `  - { prefix: /v1, upstream: '${upstream}' }`];
 
-  it('applies changed rate limits and names the sections that need a restart', () => {
+  it('applies changed routes, auth and limits, and names by key what needs a restart', async () => {
     const w = watcher([...policy(5), ...route('http://a:1'), ''].join('\n'));
     writeFileSync(
       w.file,
-      [...policy(6), ...route('http://b:1'), 'auth: { apiKeys: { enabled: false } }', ''].join('\n'),
+      [
+        ...policy(6),
+        ...route('http://b:1'),
+        'auth: { apiKeys: { enabled: false } }',
+        'listener: { hsts: { maxAgeSeconds: 60 } }',
+        'cache: { maxBytes: 1048576 }',
+        '',
+      ].join('\n'),
     );
-    w.reloader.reload('SIGHUP');
+    const result = await w.reloader.reload('SIGHUP');
     w.reloader.close();
-    expect(w.applied.map((config) => config.rateLimits.policies[0]?.limit)).toEqual([6]);
+    expect(result).toMatchObject({
+      outcome: 'applied',
+      applied: ['auth', 'rateLimits', 'routes'],
+      needsRestart: ['listener.hsts.maxAgeSeconds', 'cache.maxBytes'],
+      problems: [],
+    });
+    expect(result.message).toMatch(
+      /^applied [0-9a-f]{12}: auth, rateLimits, routes; needs a restart: listener.hsts.maxAgeSeconds, cache.maxBytes$/,
+    );
+    // The pipeline is built with the running values of what needs a restart, the new rest.
+    const [built] = w.applied;
+    expect(built?.rateLimits.policies[0]?.limit).toBe(6);
+    expect(built?.routes[0]?.upstream).toBe('http://b:1');
+    expect(built?.listener.hsts.maxAgeSeconds).not.toBe(60);
+    expect(built?.cache.maxBytes).not.toBe(10);
     expect(w.lines.find((line) => line['msg'] === 'config reloaded')).toMatchObject({
-      applied: ['rateLimits'],
+      applied: ['auth', 'rateLimits', 'routes'],
     });
     const restart = w.lines.find((line) => String(line['msg']).startsWith('config changed: needs a restart'));
-    expect(restart).toMatchObject({ level: 40, needsRestart: ['routes', 'auth'] });
+    expect(restart).toMatchObject({
+      level: 40,
+      needsRestart: ['listener.hsts.maxAgeSeconds', 'cache.maxBytes'],
+    });
   });
 
-  it('never claims a reload for a change that needs a restart', () => {
+  it('never claims a reload for a change that needs a restart', async () => {
     const w = watcher([...policy(5), ...route('http://a:1'), ''].join('\n'));
-    writeFileSync(w.file, [...policy(5), ...route('http://b:1'), ''].join('\n'));
-    w.reloader.reload('file change');
+    writeFileSync(
+      w.file,
+      [...policy(5), ...route('http://a:1'), 'admin: { readinessTimeoutMs: 1234 }', ''].join('\n'),
+    );
+    const result = await w.reloader.reload('file change');
     w.reloader.close();
     expect(w.applied).toEqual([]);
+    expect(result).toMatchObject({ outcome: 'unchanged', needsRestart: ['admin.readinessTimeoutMs'] });
     expect(w.lines.some((line) => line['msg'] === 'config reloaded')).toBe(false);
-    expect(w.lines.map((line) => line['msg'])).toEqual(['config changed: needs a restart to apply: routes']);
+    expect(w.lines.map((line) => line['msg'])).toEqual([
+      'config changed: needs a restart to apply: admin.readinessTimeoutMs',
+    ]);
   });
 
-  it('keeps the running config when the file turns bad, logging every problem with the file', () => {
+  it('refuses a pipeline that cannot be built, with its problem; the next valid file applies', async () => {
+    const w = watcher([...policy(5), ...route('http://a:1'), ''].join('\n'));
+    let fail = true;
+    const reloader = watchConfigFile(
+      w.file,
+      {},
+      {
+        log: pino({ level: 'silent' }),
+        running: loadConfigFile(w.file, {}).config,
+        apply: () => {
+          if (fail)
+            throw new Error('invalid auth config:\n  auth.jwt.jwksFile: cannot read /x as a JWKS: ENOENT');
+        },
+      },
+    );
+    writeFileSync(w.file, [...policy(5), ...route('http://b:1'), ''].join('\n'));
+    const refused = await reloader.reload('admin');
+    expect(refused).toMatchObject({
+      outcome: 'refused',
+      problems: ['auth.jwt.jwksFile: cannot read /x as a JWKS: ENOENT'],
+    });
+    expect(refused.message).toMatch(/^refused [0-9a-f]{12}: the running config stays$/);
+    fail = false;
+    // Refused means not applied: the same file is still a change to apply.
+    expect(await reloader.reload('admin')).toMatchObject({ outcome: 'applied', applied: ['routes'] });
+    reloader.close();
+    w.reloader.close();
+  });
+
+  it('keeps the running config when the file turns bad, logging every problem with the file', async () => {
     const w = watcher([...policy(5), ''].join('\n'));
     writeFileSync(
       w.file,
       ['rateLimits: { policies: [{ name: a, limit: -1 }] }', 'listenr: 1', ''].join('\n'),
     );
-    w.reloader.reload('SIGHUP');
+    expect((await w.reloader.reload('SIGHUP')).outcome).toBe('refused');
     w.reloader.close();
     expect(w.applied).toEqual([]);
     const refused = w.lines.find(
