@@ -12,7 +12,7 @@ import { ROUTE_MATCH_PROPERTIES, checkRouteMatch, hasMatchConditions, matchKey }
 import { ROUTE_NAME_PROPERTIES, checkRouteNames } from './route-name.ts';
 import { ROUTE_REWRITE_PROPERTIES, checkRouteRewrite, type PathMap } from './route-rewrite.ts';
 
-const NOT_RELOADED = 'Needs a restart: routes do not reload.';
+const ON_RELOAD = 'A reload applies it (a new pipeline: ejection and health state start afresh).';
 
 export const UpstreamTargetSchema = Type.Object(
   {
@@ -68,7 +68,7 @@ export const HealthCheckSchema = Type.Object(
       'Active health check of every target of the route, on a connection of its own: a target that fails ' +
       '`unhealthyAfter` checks in a row gets no requests until it passes `healthyAfter` in a row, and a pass ' +
       'ends an outlier ejection early. A route none of whose targets is healthy answers 503 ' +
-      `(ERR_NO_HEALTHY_UPSTREAM) and shows degraded in /readyz, still ready (docs/operations.md). Targets count as healthy until checked. ${NOT_RELOADED}`,
+      `(ERR_NO_HEALTHY_UPSTREAM) and shows degraded in /readyz, still ready (docs/operations.md). Targets count as healthy until checked. ${ON_RELOAD}`,
   },
 );
 export type HealthCheck = Static<typeof HealthCheckSchema>;
@@ -83,7 +83,7 @@ const ROUTE_UPSTREAM_PROPERTIES = {
         'Several targets instead of one `upstream` (one or the other): requests go to the target with the ' +
         'fewest requests awaiting an answer for its weight, ties shared by weight; targets failing in a row ' +
         'are ejected for a while (`proxy.outlierDetection`); an idempotent request without a body that ' +
-        `failed to connect is retried on another target within \`proxy.retryBudget\`. ${NOT_RELOADED}`,
+        `failed to connect is retried on another target within \`proxy.retryBudget\`. ${ON_RELOAD}`,
     }),
   ),
   healthCheck: Type.Optional(HealthCheckSchema),

@@ -1,7 +1,7 @@
 /**
  * The `proxy` config: how the gateway forwards to its upstreams, and the settings that keep a
  * sick or overloaded target from hurting a route (outlier ejection, the retry budget, the
- * circuit breaker; none reloads: the proxy section needs a restart).
+ * circuit breaker; a reload applies them all: it builds new pools).
  */
 import { Type, type Static } from '@sinclair/typebox';
 import { devPkiFiles } from '../../../shared/dev-pki.ts';
@@ -43,7 +43,7 @@ export const OutlierDetectionSchema = Type.Object(
     default: {},
     description:
       'Passive health: a target that fails in a row is taken out of its route for a growing, bounded time ' +
-      '(logged, and counted in portico_upstream_ejections_total). Needs a restart.',
+      '(logged, and counted in portico_upstream_ejections_total). A reload applies it.',
   },
 );
 
@@ -67,7 +67,7 @@ export const RetryBudgetSchema = Type.Object(
     default: {},
     description:
       'Caps retries per route, as Envoy does, so that retries cannot multiply an overload: past the budget a ' +
-      'failure is answered (502/504) instead of retried. `proxy.retries` still caps retries per request. Needs a restart.',
+      'failure is answered (502/504) instead of retried. `proxy.retries` still caps retries per request. A reload applies it.',
   },
 );
 
@@ -92,7 +92,7 @@ export const CircuitBreakerSchema = Type.Object(
     default: {},
     description:
       'A cap on the requests waiting for each target: when every target of a route is full, the answer is an ' +
-      'immediate 503 problem (ERR_UPSTREAM_OVERLOADED) with Retry-After instead of a queue that grows. Needs a restart.',
+      'immediate 503 problem (ERR_UPSTREAM_OVERLOADED) with Retry-After instead of a queue that grows. A reload applies it.',
   },
 );
 
