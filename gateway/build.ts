@@ -384,6 +384,8 @@ function authDeps(deps: BuildDeps) {
     logger: deps.log,
     ...(deps.redis === undefined ? {} : { redis: deps.redis }),
     ...(deps.env === undefined ? {} : { env: deps.env }),
+    // The replicas' shared ring: DPoP nonces issued by one are good at every other.
+    ...(deps.assertionKeys === undefined ? {} : { assertionKeys: deps.assertionKeys }),
   };
 }
 

@@ -154,5 +154,10 @@ function authenticateStage(
   if (deps.authenticator === undefined) {
     throw new Error('a route requires authentication but the gateway has no authenticator');
   }
-  return createAuthenticateStage({ authenticator: deps.authenticator, limiter: deps.limiter, gate });
+  return createAuthenticateStage({
+    authenticator: deps.authenticator,
+    limiter: deps.limiter,
+    gate,
+    trustProxy: config.proxy.trustProxy,
+  });
 }

@@ -18,6 +18,8 @@ export const errorTable = {
   // 401 / 403: who you are and what you may do.
   ERR_UNAUTHENTICATED: { status: 401, title: 'Authentication required' },
   ERR_INVALID_TOKEN: { status: 401, title: 'Invalid credentials' },
+  ERR_INVALID_DPOP_PROOF: { status: 401, title: 'Invalid DPoP proof' },
+  ERR_USE_DPOP_NONCE: { status: 401, title: 'DPoP proof needs a server nonce' },
   ERR_INVALID_ASSERTION: { status: 401, title: 'Missing or invalid identity assertion' },
   ERR_INSUFFICIENT_SCOPE: { status: 403, title: 'Insufficient scope' },
   ERR_FORBIDDEN: { status: 403, title: 'Forbidden' },

@@ -16,11 +16,15 @@
  * the service's head limit as a bare 431 (issue 34 item 2). An assertion with `htu` (the
  * target itself, the earlier spelling) still verifies, so gateway and service upgrade in any
  * order.
+ *
+ * A principal whose token was sender-constrained carries `cnf` (RFC 7800: `jkt` for DPoP,
+ * `x5t#S256` for a client certificate), which the gateway checked the request proved; a
+ * service that predates it ignores the member, one that knows it reads it.
  */
 import { hash } from 'node:crypto';
 import type { HmacKey } from './data-dir-secrets.ts';
 import { decodeMac, hmacSha256, macEquals } from './hmac.ts';
-import type { Principal } from './principal.ts';
+import type { Principal, TokenConfirmation } from './principal.ts';
 import { isValidCustomerId } from './principal.ts';
 
 export const IDENTITY_HEADER = 'portico-identity';
@@ -35,6 +39,8 @@ export interface AssertionClaims {
   scp: string[];
   amr: 'jwt' | 'apikey';
   akid?: string;
+  /** What the token was bound to and the request proved (absent: a bearer token, an API key). */
+  cnf?: TokenConfirmation;
   /** HTTP method the assertion was issued for. */
   htm: string;
   /** base64url SHA-256 of the request target (path and query) it was issued for. */
@@ -62,7 +68,7 @@ const MAX_LIFETIME = 120;
 const MAX_ASSERTION_LENGTH = 8192;
 
 /**
- * The JSON of a principal's claims, open at the end: `{"sub":…,"cid":…,"scp":[…],"amr":…[,"akid":…]`.
+ * The JSON of a principal's claims, open at the end: `{"sub":…,"cid":…,"scp":[…],"amr":…[,"akid":…][,"cnf":…]`.
  * Made once per principal object (the gateway reuses one per verified credential), so that a
  * request adds only its own claims to it.
  */
@@ -71,12 +77,13 @@ const principalClaims = new WeakMap<Principal, string>();
 function principalJson(principal: Principal): string {
   let json = principalClaims.get(principal);
   if (json === undefined) {
-    const claims: Pick<AssertionClaims, 'sub' | 'cid' | 'scp' | 'amr' | 'akid'> = {
+    const claims: Pick<AssertionClaims, 'sub' | 'cid' | 'scp' | 'amr' | 'akid' | 'cnf'> = {
       sub: principal.subject,
       cid: principal.customerId,
       scp: [...principal.scopes],
       amr: principal.authMethod,
       ...(principal.keyId === undefined ? {} : { akid: principal.keyId }),
+      ...(principal.cnf === undefined ? {} : { cnf: principal.cnf }),
     };
     json = JSON.stringify(claims).slice(0, -1);
     principalClaims.set(principal, json);
@@ -158,6 +165,7 @@ export function verifyAssertion(
       scopes: claims.scp,
       authMethod: claims.amr,
       ...(claims.akid === undefined ? {} : { keyId: claims.akid }),
+      ...(claims.cnf === undefined ? {} : { cnf: claims.cnf }),
     },
   };
 }
@@ -178,10 +186,21 @@ function isWellFormed(c: AssertionClaims): boolean {
     c.scp.every((s) => typeof s === 'string') &&
     (c.amr === 'jwt' || c.amr === 'apikey') &&
     (c.akid === undefined || typeof c.akid === 'string') &&
+    (c.cnf === undefined || isConfirmation(c.cnf)) &&
     typeof c.htm === 'string' &&
     (typeof c.htd === 'string' || typeof c.htu === 'string') &&
     typeof c.rid === 'string' &&
     Number.isInteger(c.iat) &&
     Number.isInteger(c.exp)
+  );
+}
+
+function isConfirmation(cnf: unknown): cnf is TokenConfirmation {
+  if (typeof cnf !== 'object' || cnf === null || Array.isArray(cnf)) return false;
+  const { jkt, 'x5t#S256': x5t } = cnf as Record<string, unknown>;
+  return (
+    (jkt === undefined || typeof jkt === 'string') &&
+    (x5t === undefined || typeof x5t === 'string') &&
+    (jkt !== undefined || x5t !== undefined)
   );
 }

@@ -52,6 +52,12 @@ export interface AuditEntry {
   /** `ok`, `refused`, `unavailable`, or `none` for routes without authentication. */
   authOutcome: string;
   authReason?: string | undefined;
+  /**
+   * How the caller's token was bound, for an authenticated request: `none` (a bearer token, an
+   * API key), `dpop` with the proof key's thumbprint, `mtls` with the certificate's.
+   */
+  authBinding?:
+    { method: 'none' } | { method: 'dpop'; jkt: string } | { method: 'mtls'; 'x5t#S256': string } | undefined;
   /** Outcome of the rate-limit stage once it exists, e.g. `allowed`, `limited`. */
   rateLimit?: string | undefined;
   /** Outcome of the cache stage once it exists, e.g. `hit`, `miss`, `stale`. */
@@ -92,6 +98,13 @@ function text(value: string | number | undefined): string | undefined {
   if (value === undefined || value === null) return undefined;
   const s = typeof value === 'string' ? value : String(value);
   return s.length > MAX_FIELD_LENGTH ? `${s.slice(0, MAX_FIELD_LENGTH)}…` : s;
+}
+
+function binding(bound: AuditEntry['authBinding']): Record<string, string | undefined> | undefined {
+  if (bound === undefined) return undefined;
+  if (bound.method === 'dpop') return { method: 'dpop', jkt: text(bound.jkt) };
+  if (bound.method === 'mtls') return { method: 'mtls', 'x5t#S256': text(bound['x5t#S256']) };
+  return { method: 'none' };
 }
 
 /** Where a record sits: its chain (absent for the unnamed one), its number and its predecessor. */
@@ -140,7 +153,11 @@ export function sealRecord(
       entry.latencyMs !== undefined && Number.isFinite(entry.latencyMs)
         ? Math.round(entry.latencyMs * 1000) / 1000
         : null,
-    auth: { outcome: text(entry.authOutcome), reason: text(entry.authReason) },
+    auth: {
+      outcome: text(entry.authOutcome),
+      reason: text(entry.authReason),
+      binding: binding(entry.authBinding),
+    },
     rateLimit: text(entry.rateLimit),
     cache: text(entry.cache),
     retries: entry.retries?.map((retry) => ({ target: text(retry.target), reason: text(retry.reason) })),

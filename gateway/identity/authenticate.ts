@@ -3,7 +3,9 @@
  * into the problem to answer. One entry point for the authenticate stage; the verifiers it
  * composes each do one thing (jwt-verifier.ts, api-key.ts, api-key-store.ts).
  *
- * Accepted: `Authorization: Bearer <RFC 9068 access token>` and `Authorization: ApiKey <key>`.
+ * Accepted: `Authorization: Bearer <RFC 9068 access token>`, `Authorization: DPoP <token>` with
+ * its `DPoP` proof (RFC 9449), and `Authorization: ApiKey <key>`. A token bound to a DPoP key
+ * or a client certificate (`cnf`) is checked against the request by sender-constraint/.
  * A credential in the query string is refused with 400 ERR_CREDENTIAL_IN_URL, even beside a
  * valid header: it has already leaked into access logs, proxies and browser history, and a
  * 400 (not 401) tells the client its request is wrong, not its credential.
@@ -26,11 +28,22 @@ import {
   type ApiKeyStore,
 } from './api-key-store.ts';
 import { credentialInUrl, invalidToken, keysUnavailable, unauthenticated } from './auth-problems.ts';
+import { credentialParameter } from './credential-in-url.ts';
+import { admitAll, countedOnce, judged, type VerifyGate } from './verify-gate.ts';
 import { checkAuthConfig, type AuthConfig } from '../config/schema/identity.ts';
 import { loadOrCreateDevIssuer } from './dev-issuer.ts';
 import { createJwtVerifier } from './jwt-verifier.ts';
 import type { IntrospectionFetch } from './introspection/endpoint.ts';
 import { createOpaqueTokens, eitherKind, type BearerVerifier } from './introspection/opaque-tokens.ts';
+import { loadAssertionKeys } from '../../shared/assertion-keys.ts';
+import type { HmacKey } from '../../shared/data-dir-secrets.ts';
+import { dpopRequired } from './sender-constraint/sender-problems.ts';
+import {
+  createSenderConstraints,
+  type SenderConstraints,
+  type SenderOutcome,
+  type SenderRequest,
+} from './sender-constraint/sender-check.ts';
 import {
   createRemoteKeySource,
   createStaticKeySource,
@@ -39,20 +52,13 @@ import {
 } from './key-source.ts';
 
 export { requireScopes } from './auth-problems.ts';
+export type { VerifyGate } from './verify-gate.ts';
+export type { SenderRequest } from './sender-constraint/sender-check.ts';
 
 /** What authenticate() decided; `reason` is safe for logs and the audit record. */
 export type AuthOutcome =
   | { ok: true; principal: Principal; reason?: string; cacheHit: boolean }
   | { ok: false; problem: HttpProblem; reason: string };
-
-/**
- * Awaited before a credential that is not known good is judged: the failed-authentication
- * throttle counts it there, before any work, and throws its refusal to stop it unjudged. A
- * credential verified before (in the verified-token cache, or an API key whose signature was
- * checked) never passes it. `fingerprint` is a digest of the credential (never the credential):
- * the throttle tells by it a credential that failed before.
- */
-export type VerifyGate = (fingerprint: string) => Promise<void>;
 
 export interface AuthenticatorDeps {
   /** Data dir holding the development issuer and, without Redis, the API-key records. */
@@ -68,10 +74,18 @@ export interface AuthenticatorDeps {
   env?: NodeJS.ProcessEnv;
   /** Epoch milliseconds; injectable so tests move time instead of waiting. */
   now?: () => number;
+  /** The replicas' shared key ring, for DPoP nonces; else loaded when first needed. */
+  assertionKeys?: readonly HmacKey[];
 }
 
 export interface Authenticator {
-  authenticate(headers: IncomingHttpHeaders, url: string, gate?: VerifyGate): Promise<AuthOutcome>;
+  /** `sender`: what a bound token is checked against; without it a bound token is refused. */
+  authenticate(
+    headers: IncomingHttpHeaders,
+    url: string,
+    gate?: VerifyGate,
+    sender?: SenderRequest,
+  ): Promise<AuthOutcome>;
   /**
    * The principal of the request's bearer token when that exact token verified before and is
    * still good (the verified-token cache), with nothing else to judge: no query string, the
@@ -86,8 +100,6 @@ export interface Authenticator {
   close(): void;
 }
 
-/** Query parameters that carry credentials in the APIs clients copy from. */
-const URL_CREDENTIALS = new Set(['access_token', 'api_key', 'apikey', 'key', 'token']);
 /** Keys are due for a background refresh after this; jose's remote set uses 10 min. */
 const KEYS_FRESH_MS = 5 * 60 * 1000;
 /** Lets `apikey revoke` reach a gateway without Redis within a second. */
@@ -98,7 +110,6 @@ const BEARER_PREFIX = /^bearer (?! )/i;
 const BEARER_LENGTH = 'Bearer '.length;
 /** API keys whose signature verified, by digest: they skip the gate (revocation is still read). */
 const VERIFIED_API_KEYS = 10_000;
-const admitAll: VerifyGate = () => Promise.resolve();
 
 /**
  * The issuer whose access tokens are accepted, its keys and audience: the configured identity
@@ -177,7 +188,12 @@ export function createAuthenticator(config: AuthConfig, deps: AuthenticatorDeps)
       }
     : undefined;
 
-  return new EdgeAuthenticator(bearer, jwtVerifier?.keys, apiKeys, deps.logger);
+  const senders = createSenderConstraints(config.dpop, {
+    redis: deps.redis,
+    now,
+    nonceKeys: () => deps.assertionKeys ?? loadAssertionKeys(env, deps.dataDir),
+  });
+  return new EdgeAuthenticator(bearer, jwtVerifier?.keys, apiKeys, senders, deps.logger);
 }
 
 /** The JWT verifier of the trusted issuer, and its keys (for readiness and close). */
@@ -230,17 +246,20 @@ class EdgeAuthenticator implements Authenticator {
   /** The JWT issuer's keys; none when only opaque tokens are accepted. */
   private readonly keys: KeySource | undefined;
   private readonly apiKeys: ApiKeys | undefined;
+  private readonly senders: SenderConstraints;
   private readonly logger: Logger;
 
   constructor(
     verifier: BearerVerifier,
     keys: KeySource | undefined,
     apiKeys: ApiKeys | undefined,
+    senders: SenderConstraints,
     logger: Logger,
   ) {
     this.verifier = verifier;
     this.keys = keys;
     this.apiKeys = apiKeys;
+    this.senders = senders;
     this.logger = logger;
   }
 
@@ -250,24 +269,39 @@ class EdgeAuthenticator implements Authenticator {
     // full path. A token found here is byte for byte one that passed it before.
     if (authorization === undefined || url.includes('?') || !BEARER_PREFIX.test(authorization))
       return undefined;
-    return this.verifier.known(authorization.slice(BEARER_LENGTH));
+    const known = this.verifier.known(authorization.slice(BEARER_LENGTH));
+    // A bound token has its binding to check, on every request: the full path does it.
+    return known?.cnf === undefined ? known : undefined;
   }
 
-  async authenticate(headers: IncomingHttpHeaders, url: string, gate = admitAll): Promise<AuthOutcome> {
+  async authenticate(
+    headers: IncomingHttpHeaders,
+    url: string,
+    anyGate = admitAll,
+    sender?: SenderRequest,
+  ): Promise<AuthOutcome> {
     const leaked = credentialParameter(url);
     if (leaked !== undefined)
       return { ok: false, problem: credentialInUrl(leaked), reason: 'credential in URL' };
 
     const authorization = headers.authorization;
     if (authorization === undefined || authorization.trim() === '') {
-      return { ok: false, problem: unauthenticated(), reason: 'no credentials' };
+      const dpopOnly = sender?.binding?.require === 'dpop';
+      const problem = dpopOnly ? dpopRequired(this.senders.algs) : unauthenticated();
+      return { ok: false, problem, reason: 'no credentials' };
     }
+    // A request is one guess however many of its parts are judged (token, proof, certificate).
+    const gate = countedOnce(anyGate);
     const match = AUTHORIZATION.exec(authorization.trim());
     if (match === null) return judged(gate, authorization, refuse('malformed Authorization header'));
     const [, scheme, credential] = match as unknown as [string, string, string];
     switch (scheme.toLowerCase()) {
       case 'bearer':
-        return this.bearer(credential, gate);
+        return this.bound(await this.bearer(credential, gate), credential, gate, (principal) =>
+          this.senders.bearer(principal, sender),
+        );
+      case 'dpop':
+        return this.dpop(credential, headers.dpop, gate, sender);
       case 'apikey':
         return this.apiKey(credential, gate);
       default:
@@ -299,6 +333,33 @@ class EdgeAuthenticator implements Authenticator {
         return { ok: false, problem: keysUnavailable(), reason: result.reason };
       return { ok: false, problem: invalidToken(result.reason), reason: result.reason };
     });
+  }
+
+  /** A DPoP-bound token and its proof, new on every request: counted before it is verified. */
+  private async dpop(
+    token: string,
+    proof: string | string[] | undefined,
+    gate: VerifyGate,
+    sender: SenderRequest | undefined,
+  ): Promise<AuthOutcome> {
+    const malformed = this.senders.proofHeaderProblem(proof);
+    if (malformed !== undefined) return judged(gate, token, malformed);
+    await gate(digest('sha256', proof as string, 'base64url'));
+    return this.bound(await this.bearer(token, gate), token, gate, (principal) =>
+      this.senders.dpop(principal, token, proof as string, sender),
+    );
+  }
+
+  /** A verified token's binding checked; a refusal of it passes the gate as a guess. */
+  private async bound(
+    outcome: AuthOutcome,
+    token: string,
+    gate: VerifyGate,
+    check: (principal: Principal) => SenderOutcome | Promise<SenderOutcome>,
+  ): Promise<AuthOutcome> {
+    if (!outcome.ok) return outcome;
+    const binding = await check(outcome.principal);
+    return binding.ok ? outcome : judged(gate, token, binding);
   }
 
   private async apiKey(presented: string, gate: VerifyGate): Promise<AuthOutcome> {
@@ -355,22 +416,6 @@ class EdgeAuthenticator implements Authenticator {
   }
 }
 
-/** A refusal that needed no verifying still passes the gate: it is a guess like any other. */
-async function judged(gate: VerifyGate, presented: string, outcome: AuthOutcome): Promise<AuthOutcome> {
-  await gate(digest('sha256', presented, 'base64url'));
-  return outcome;
-}
-
 function refuse(reason: string): AuthOutcome {
   return { ok: false, problem: invalidToken(reason), reason };
-}
-
-/** The first credential-bearing query parameter of `url`, by name, case-insensitively. */
-function credentialParameter(url: string): string | undefined {
-  const query = url.indexOf('?');
-  if (query === -1) return undefined;
-  for (const name of new URLSearchParams(url.slice(query + 1)).keys()) {
-    if (URL_CREDENTIALS.has(name.toLowerCase())) return name;
-  }
-  return undefined;
 }

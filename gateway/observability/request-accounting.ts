@@ -4,6 +4,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
+import type { Principal } from '../../shared/principal.ts';
 import type { AuditEntry } from '../audit/audit-record.ts';
 import type { AuditLog } from '../audit/audit-log.ts';
 import type { GatewayContext } from '../pipeline/context.ts';
@@ -60,6 +61,15 @@ export function createRequestAccounting(deps: {
   };
 }
 
+/** How the principal's token was bound, as the audit record states it (its `cnf`, checked). */
+function bindingOf(principal: Principal): AuditEntry['authBinding'] {
+  const cnf = principal.cnf;
+  if (cnf?.jkt !== undefined) return { method: 'dpop', jkt: cnf.jkt };
+  if (cnf?.['x5t#S256'] !== undefined) return { method: 'mtls', 'x5t#S256': cnf['x5t#S256'] };
+  return NOT_BOUND;
+}
+const NOT_BOUND = Object.freeze({ method: 'none' as const });
+
 function auditEntry(
   ctx: GatewayContext,
   outcome: { time: number; method: string; status: number; latencyMs: number; route: string },
@@ -84,6 +94,7 @@ function auditEntry(
     latencyMs: outcome.latencyMs,
     authOutcome: facts.auth?.outcome ?? 'none',
     authReason: facts.auth?.reason,
+    authBinding: principal === undefined ? undefined : bindingOf(principal),
     rateLimit: facts.rateLimit,
     cache: facts.cache,
     retries: facts.retries,

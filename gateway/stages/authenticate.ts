@@ -11,8 +11,14 @@
  *
  * A bearer token verified before is taken from the verified-token cache without the full parse
  * (Authenticator.knownBearer), the common case: most requests carry a token seen before.
+ * A bound token (DPoP, client certificate) is judged in full on every request, with what its
+ * binding is checked against: the method, the URI the client addressed, the connection's
+ * client certificate and the route's `tokenBinding`.
  */
-import type { Authenticator } from '../identity/authenticate.ts';
+import type { Authenticator, SenderRequest } from '../identity/authenticate.ts';
+import { requestHtu } from '../identity/sender-constraint/htu.ts';
+import { presentedThumbprint } from '../identity/sender-constraint/certificate-binding.ts';
+import type { TrustProxy } from '../foundation/trust-proxy.ts';
 import { rateLimitProblem } from '../rate-limit/headers.ts';
 import type { AuthAttempt, RateLimiter } from '../rate-limit/limiter.ts';
 import type { RateLimitGate } from './rate-limit.ts';
@@ -23,6 +29,8 @@ export interface AuthenticateStageDeps {
   limiter: RateLimiter;
   /** The rate-limit stage's gate: a request without a credential counts as anonymous. */
   gate?: RateLimitGate;
+  /** `proxy.trustProxy`: whose forwarded scheme and host name the URI a DPoP proof is for. */
+  trustProxy?: TrustProxy;
 }
 
 /** The audit facts of the two outcomes that need no judging; never changed once set. */
@@ -47,17 +55,34 @@ export function createAuthenticateStage(deps: AuthenticateStageDeps): Stage {
   };
 }
 
+/** Refusals that leave a credential counted as a guess: a bad token, a bad DPoP proof. */
+const GUESSES: ReadonlySet<string> = new Set(['ERR_INVALID_TOKEN', 'ERR_INVALID_DPOP_PROOF']);
+
+/** What a bound token's binding is checked against, read from the request only when needed. */
+function sender(ctx: GatewayContext, deps: AuthenticateStageDeps): SenderRequest {
+  const { req } = ctx;
+  return {
+    method: req.method ?? '',
+    get htu() {
+      return requestHtu(req, ctx.upstream.authority, ctx.target, deps.trustProxy ?? false);
+    },
+    certificateThumbprint: () => presentedThumbprint(req.socket),
+    binding: ctx.upstream.route?.tokenBinding,
+  };
+}
+
 async function judge(ctx: GatewayContext, next: Next, deps: AuthenticateStageDeps): Promise<void> {
   let attempt: AuthAttempt | undefined;
-  const outcome = await deps.authenticator.authenticate(ctx.req.headers, ctx.target, async (fingerprint) => {
+  const gate = async (fingerprint: string) => {
     attempt = await deps.limiter.countAuthAttempt(ctx.upstream.clientIp, fingerprint);
     if (attempt.refusal === undefined) return;
     ctx.facts.auth = { outcome: 'refused', reason: 'too many failed authentications from this address' };
     throw rateLimitProblem(attempt.refusal);
-  });
+  };
+  const outcome = await deps.authenticator.authenticate(ctx.req.headers, ctx.target, gate, sender(ctx, deps));
   // Only a credential that was sent and refused stays counted as a guess, and is remembered.
   if (attempt !== undefined) {
-    if (!outcome.ok && outcome.problem.code === 'ERR_INVALID_TOKEN') attempt.failed();
+    if (!outcome.ok && GUESSES.has(outcome.problem.code)) attempt.failed();
     else await attempt.refund();
   }
   if (!outcome.ok) {

@@ -48,12 +48,14 @@ const CLIENT_FORWARDING = new Set(['forwarded', 'x-forwarded-for', 'x-forwarded-
  * Not forwarded: `host` is the upstream's, `expect` was answered here (100-continue), and
  * `authorization` goes no further than the edge on every route: where a caller was
  * established the assertion replaces it, and an `auth: none` route (the API description,
- * the docs) has no use for a token a client library attaches to every request.
+ * the docs) has no use for a token a client library attaches to every request. A `DPoP`
+ * proof goes with it: it was checked and used up here.
  */
 const NOT_FORWARDED = new Set([
   'host',
   'expect',
   'authorization',
+  'dpop',
   IDENTITY_HEADER,
   REQUEST_ID_HEADER,
   'x-real-ip',

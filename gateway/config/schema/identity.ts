@@ -118,16 +118,58 @@ export const ApiKeysConfigSchema = Type.Object(
   { additionalProperties: false, default: {}, description: 'Signed API keys.' },
 );
 
+/** DPoP proofs are signed by the client's own key: asymmetric algorithms only, as for tokens. */
+export const DpopConfigSchema = Type.Object(
+  {
+    algorithms: Type.Array(Type.Union(JWT_ALGORITHMS.map((alg) => Type.Literal(alg))), {
+      minItems: 1,
+      uniqueItems: true,
+      default: ['ES256', 'EdDSA', 'PS256', 'RS256'],
+      description:
+        'Signature algorithms accepted for DPoP proofs (RFC 9449), announced in `WWW-Authenticate: DPoP algs=...`. HS* and none are never accepted.',
+    }),
+    proofMaxAgeSeconds: Type.Integer({
+      minimum: 5,
+      maximum: 600,
+      default: 60,
+      description:
+        "How old a proof's `iat` may be, in seconds. Each proof's `jti` is remembered (in Redis, for every replica) this long plus the skew, so the window also bounds that memory.",
+    }),
+    clockSkewSeconds: Type.Integer({
+      minimum: 0,
+      maximum: 60,
+      default: 5,
+      description:
+        "How far in the future a proof's `iat` may be (the client's clock ahead of ours), in seconds.",
+    }),
+    nonceLifetimeSeconds: Type.Integer({
+      minimum: 10,
+      maximum: 3600,
+      default: 300,
+      description:
+        'How long a server nonce (`DPoP-Nonce`) stays good, on routes with `tokenBinding.dpopNonce`; a new one is offered halfway through.',
+    }),
+  },
+  {
+    additionalProperties: false,
+    default: {},
+    description:
+      'Sender-constrained tokens by DPoP (RFC 9449): `Authorization: DPoP <token>` with a `DPoP` proof of the key the token is bound to.',
+  },
+);
+
 export const AuthConfigSchema = Type.Object(
   {
     jwt: JwtConfigSchema,
     apiKeys: ApiKeysConfigSchema,
     introspection: Type.Optional(IntrospectionConfigSchema),
+    dpop: DpopConfigSchema,
   },
   { additionalProperties: false, default: {}, description: 'Authentication of every request at the edge.' },
 );
 
 export type JwtConfig = Static<typeof JwtConfigSchema>;
+export type DpopConfig = Static<typeof DpopConfigSchema>;
 export type AuthConfig = Static<typeof AuthConfigSchema>;
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);

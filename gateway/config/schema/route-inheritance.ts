@@ -1,7 +1,8 @@
 /**
  * Route inheritance: a route takes every key it does not set from its parent, so that a route
  * added to deprecate one path (or to send one method elsewhere) keeps its parent's upstream,
- * auth, cache, CORS, limits and path rewrite instead of silently falling back to the defaults.
+ * auth, token binding, cache, CORS, limits and path rewrite instead of silently falling back
+ * to the defaults.
  *
  * The parent of a route is the route with the longest prefix enclosing its own (whole
  * segments; `/` encloses all) that has no `methods`, `hosts` or `headers`: a route that matches
@@ -77,5 +78,7 @@ function inheritFrom(route: RouteDefinitionInput, parent: RouteDefinition | unde
     result.rateLimits = parent.rateLimits;
   if (route.deprecation === undefined && parent.deprecation !== undefined)
     result.deprecation = parent.deprecation;
+  if (route.tokenBinding === undefined && parent.tokenBinding !== undefined)
+    result.tokenBinding = parent.tokenBinding;
   return result;
 }

@@ -11,6 +11,7 @@ import { WebSocketRouteSchema, checkWebSocketRoute } from './websocket.ts';
 import { ROUTE_MATCH_PROPERTIES, checkRouteMatch, hasMatchConditions, matchKey } from './route-match.ts';
 import { ROUTE_NAME_PROPERTIES, checkRouteNames } from './route-name.ts';
 import { ROUTE_REWRITE_PROPERTIES, checkRouteRewrite, type PathMap } from './route-rewrite.ts';
+import { TokenBindingSchema } from './token-binding.ts';
 
 const ON_RELOAD = 'A reload applies it (a new pipeline: ejection and health state start afresh).';
 
@@ -161,7 +162,7 @@ export const RouteDefinitionSchema = Type.Object(
     inherit: Type.Optional(
       Type.Boolean({
         description:
-          'Default `true`: whether the route takes the keys it does not set (upstream, auth, cache, cors, deprecation, rateLimits, stripPrefix/rewrite) ' +
+          'Default `true`: whether the route takes the keys it does not set (upstream, auth, tokenBinding, cache, cors, deprecation, rateLimits, stripPrefix/rewrite) ' +
           'from its parent, the route of the longest prefix enclosing its own that has no `methods`, `hosts` or `headers`. ' +
           '`false`: the defaults instead (docs/configuration.md, "Routes").',
       }),
@@ -185,6 +186,7 @@ export const RouteDefinitionSchema = Type.Object(
           "Whether the authenticate stage must establish a caller: the parent's, else `required`. `none` only when written, and warned about at start.",
       }),
     ),
+    tokenBinding: Type.Optional(TokenBindingSchema),
     cache: Type.Optional(
       Type.Boolean({
         description:

@@ -79,17 +79,20 @@ describe('the authenticate stage, first and later requests of one token', () => 
       scopes: ['orders:read'],
       authMethod: 'jwt',
     };
-    expect(await call('/v1/orders', `Bearer ${token}`)).toEqual({ status: 200, auth: { outcome: 'ok' } });
+    expect(await call('/v1/orders', `Bearer ${token}`)).toEqual({
+      status: 200,
+      auth: { outcome: 'ok', binding: { method: 'none' } },
+    });
     expect(assertedToUpstream('/v1/orders')).toEqual(principal);
     expect(await call('/v1/orders/1', `Bearer ${token}`)).toEqual({
       status: 200,
-      auth: { outcome: 'ok', reason: 'cached' },
+      auth: { outcome: 'ok', reason: 'cached', binding: { method: 'none' } },
     });
     expect(assertedToUpstream('/v1/orders/1')).toEqual(principal);
     // With a query (the full path) and another spelling of the scheme, still from the cache.
     expect(await call('/v1/orders?limit=1', `bearer ${token}`)).toEqual({
       status: 200,
-      auth: { outcome: 'ok', reason: 'cached' },
+      auth: { outcome: 'ok', reason: 'cached', binding: { method: 'none' } },
     });
     expect(assertedToUpstream('/v1/orders?limit=1')).toEqual(principal);
   });

@@ -124,10 +124,18 @@ describe('the token binding (cnf) of a JWT', () => {
   it('reaches the principal as the token states it: a DPoP key or a certificate thumbprint', async () => {
     const { auth, dataDir } = devGateway();
     const issuer = loadOrCreateDevIssuer(dataDir);
+    // The connection presented the certificate of thumbprint `jkt` (any 43 characters will do).
+    const sender = { method: 'GET', htu: undefined, certificateThumbprint: () => jkt, binding: undefined };
     const bearer = async (claims: Record<string, unknown>) =>
-      auth.authenticate({ authorization: `Bearer ${await issuer.sign(claims, 60)}` }, '/v1/orders');
-    const dpop = expectPrincipal(await bearer({ sub: 's', customer_id: 'c1', cnf: { jkt } }));
-    expect(dpop.principal.cnf).toEqual({ jkt });
+      auth.authenticate(
+        { authorization: `Bearer ${await issuer.sign(claims, 60)}` },
+        '/v1/orders',
+        undefined,
+        sender,
+      );
+    // A DPoP-bound token comes with its proof, never as Bearer (RFC 9449 §7.2; dpop.test.ts).
+    const dpop = await bearer({ sub: 's', customer_id: 'c1', cnf: { jkt } });
+    expect(dpop.ok ? 'accepted' : dpop.reason).toBe('DPoP-bound token sent as Bearer');
     const mtls = expectPrincipal(await bearer({ sub: 's', customer_id: 'c1', cnf: { 'x5t#S256': jkt } }));
     expect(mtls.principal.cnf).toEqual({ 'x5t#S256': jkt });
     const plain = expectPrincipal(await bearer({ sub: 's', customer_id: 'c1' }));

@@ -16,10 +16,20 @@
  *   `client_secret_basic` (secret `portico-gateway-secret`);
  * - `portico-gateway-jwt`: the same by `private_key_jwt`, with the key printed at start.
  *
- * Prints one JSON line `{"issuer": ..., "gatewayKey": <private JWK>}` once listening; stops on
- * SIGTERM or when stdin closes.
+ * Sender-constrained tokens (RFC 9449, RFC 8705): a client that sends a DPoP proof to the token
+ * endpoint gets a token bound to its key (`cnf.jkt`, the `dPoP` feature). With `--mtls-cert
+ * FILE --mtls-key FILE`, the same provider also listens on HTTPS, asking for a client
+ * certificate, and `client-bound` gets tokens bound to the certificate it presented there
+ * (`cnf.x5t#S256`, the `mTLS` feature's certificate-bound access tokens).
+ *
+ * Prints one JSON line `{"issuer": ..., "gatewayKey": <private JWK>, "mtlsOrigin"?: ...}` once
+ * listening; stops on SIGTERM or when stdin closes.
  */
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
+import type { TLSSocket } from 'node:tls';
+import { parseArgs } from 'node:util';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair } from 'jose';
 import Provider from 'oidc-provider';
@@ -38,6 +48,12 @@ const OPAQUE: Record<string, Record<string, unknown>> = {
   'opaque-a': { customer_id: 'cust-opaque-a' },
   'opaque-b': { customer_id: 'cust-opaque-b' },
 };
+
+const { values: args } = parseArgs({
+  options: { 'mtls-cert': { type: 'string' }, 'mtls-key': { type: 'string' } },
+});
+const mtls = args['mtls-cert'] !== undefined && args['mtls-key'] !== undefined;
+if (mtls) CLAIMS['client-bound'] = { customer_id: 'cust-bound' };
 
 const { privateKey } = await generateKeyPair('ES256', { extractable: true });
 const key = { ...(await exportJWK(privateKey)), kid: 'idp-key-1', alg: 'ES256', use: 'sig' };
@@ -61,6 +77,7 @@ const provider = new Provider(issuer, {
       token_endpoint_auth_method: 'client_secret_basic',
       id_token_signed_response_alg: 'ES256',
       scope: SCOPES,
+      ...(clientId === 'client-bound' ? { tls_client_certificate_bound_access_tokens: true } : {}),
     })),
     {
       client_id: 'portico-gateway-jwt',
@@ -81,6 +98,16 @@ const provider = new Provider(issuer, {
     clientCredentials: { enabled: true },
     introspection: { enabled: true },
     revocation: { enabled: true },
+    dPoP: { enabled: true },
+    ...(mtls
+      ? {
+          mTLS: {
+            enabled: true,
+            certificateBoundAccessTokens: true,
+            getCertificate: (ctx: { socket: TLSSocket }) => ctx.socket.getPeerX509Certificate?.(),
+          },
+        }
+      : {}),
     resourceIndicators: {
       enabled: true,
       defaultResource: () => AUDIENCE,
@@ -99,11 +126,32 @@ const provider = new Provider(issuer, {
 });
 server.on('request', provider.callback());
 
+// The token endpoint over TLS, asking for (not requiring) a client certificate: the one a
+// client presents there is the one its token is bound to.
+const tlsServer = mtls
+  ? createTlsServer(
+      {
+        cert: readFileSync(args['mtls-cert']!),
+        key: readFileSync(args['mtls-key']!),
+        requestCert: true,
+        rejectUnauthorized: false,
+      },
+      provider.callback(),
+    )
+  : undefined;
+if (tlsServer !== undefined) await new Promise<void>((resolve) => tlsServer.listen(0, '127.0.0.1', resolve));
+
 const stop = () => {
   server.closeAllConnections();
+  tlsServer?.closeAllConnections();
+  tlsServer?.close();
   server.close(() => process.exit(0));
 };
 process.once('SIGTERM', stop);
 process.stdin.on('end', stop);
 process.stdin.resume();
-process.stdout.write(`${JSON.stringify({ issuer, gatewayKey })}\n`);
+const mtlsOrigin =
+  tlsServer === undefined ? undefined : `https://127.0.0.1:${(tlsServer.address() as AddressInfo).port}`;
+process.stdout.write(
+  `${JSON.stringify({ issuer, gatewayKey, ...(mtlsOrigin === undefined ? {} : { mtlsOrigin }) })}\n`,
+);

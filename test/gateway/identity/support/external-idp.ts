@@ -15,6 +15,8 @@ export interface ExternalIdp {
   issuer: string;
   /** The private key of the `portico-gateway-jwt` client (private_key_jwt). */
   gatewayKey: JWK;
+  /** The TLS origin of its token endpoint, when started with `mtls` (certificate-bound tokens). */
+  mtlsOrigin?: string;
   /** An access token by the client-credentials grant (client secret `<id>-secret`). */
   token(clientId: string, options?: { scope?: string; resource?: string }): Promise<string>;
   /** Revokes a token at the provider, as its client. */
@@ -25,8 +27,13 @@ export interface ExternalIdp {
 const basic = (clientId: string) =>
   `Basic ${Buffer.from(`${clientId}:${clientId}-secret`).toString('base64')}`;
 
-export async function startExternalIdp(): Promise<ExternalIdp> {
-  const child = spawn(process.execPath, [IDP_SCRIPT], { stdio: ['pipe', 'pipe', 'pipe'] });
+/** `mtls`: a certificate for a TLS port of its token endpoint that asks for client certificates. */
+export async function startExternalIdp(
+  options: { mtls?: { certFile: string; keyFile: string } } = {},
+): Promise<ExternalIdp> {
+  const { mtls } = options;
+  const args = mtls === undefined ? [] : ['--mtls-cert', mtls.certFile, '--mtls-key', mtls.keyFile];
+  const child = spawn(process.execPath, [IDP_SCRIPT, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const line = await new Promise<string>((resolve, reject) => {
@@ -37,7 +44,11 @@ export async function startExternalIdp(): Promise<ExternalIdp> {
     });
     child.once('exit', (code) => reject(new Error(`identity provider exited ${code}: ${stderr}`)));
   });
-  const { issuer, gatewayKey } = JSON.parse(line) as { issuer: string; gatewayKey: JWK };
+  const { issuer, gatewayKey, mtlsOrigin } = JSON.parse(line) as {
+    issuer: string;
+    gatewayKey: JWK;
+    mtlsOrigin?: string;
+  };
 
   async function form(path: string, clientId: string, fields: Record<string, string>) {
     const response = await request(`${issuer}${path}`, {
@@ -52,6 +63,7 @@ export async function startExternalIdp(): Promise<ExternalIdp> {
     child,
     issuer,
     gatewayKey,
+    ...(mtlsOrigin === undefined ? {} : { mtlsOrigin }),
     async token(clientId, options = {}) {
       const { text } = await form('/token', clientId, {
         grant_type: 'client_credentials',
