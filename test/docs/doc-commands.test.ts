@@ -49,6 +49,11 @@ const RULES: Rule[] = [
     tested: 'test/first-run/zero-config.test.ts and npm-start.test.ts',
   },
   {
+    pattern: /^node -e "(const ws = )?new \(require\('ws'\)|^curl -si --http1\.1 .*\/v1\/echo /,
+    tested:
+      'test/gateway/websocket/handshake.test.ts (the same echo and 101 handshake through the gateway, with ws)',
+  },
+  {
     pattern: /^(CA=|curl .*(\$API|localhost:8443)|for i in \$\(seq)/,
     tested:
       'the API tour: test/first-run/zero-config.test.ts makes the same requests (fetch, not curl) to npm start',
