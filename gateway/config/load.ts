@@ -13,6 +13,7 @@ import { checkAuthConfig } from './schema/identity.ts';
 import { checkListenerConfig } from './schema/listener.ts';
 import { checkRateLimitsConfig } from './schema/rate-limit.ts';
 import { resolveRouteInheritance } from './schema/route-inheritance.ts';
+import { sharedLabelWarnings } from './schema/route-name.ts';
 import { checkRouteRateLimits } from './schema/route-rate-limits.ts';
 import { checkRouteDefinitions, type RouteDefinitionInput } from './schema/routes.ts';
 import { checkTracingConfig } from './schema/tracing.ts';
@@ -127,11 +128,15 @@ export function parseConfig(
     }
   }
 
-  const warnings = config.routes
-    .filter((route) => route.auth === 'none')
-    .map(
-      (route) => `route ${route.prefix} has auth: none; requests to it are forwarded without authentication`,
-    );
+  const warnings = [
+    ...config.routes
+      .filter((route) => route.auth === 'none')
+      .map(
+        (route) =>
+          `route ${route.prefix} has auth: none; requests to it are forwarded without authentication`,
+      ),
+    ...sharedLabelWarnings(config.routes),
+  ];
   return { config: deepFreeze(config), warnings };
 }
 

@@ -39,3 +39,18 @@ export function checkRouteNames(routes: readonly { prefix: string; name?: string
   });
   return problems;
 }
+
+/** A start warning per unnamed route whose label an earlier route has already: their figures merge. */
+export function sharedLabelWarnings(
+  routes: readonly { prefix: string; name?: string | undefined }[],
+): string[] {
+  return routes.flatMap((route, index) => {
+    if (route.name !== undefined) return [];
+    const first = routes.findIndex((candidate) => routeLabel(candidate) === route.prefix);
+    return first < index
+      ? [
+          `routes[${index}] shares the label ${route.prefix} with routes[${first}] in metrics, logs and audit records: give one a name`,
+        ]
+      : [];
+  });
+}

@@ -117,6 +117,24 @@ describe('route names', () => {
     expect(writes?.name).toBe('orders-write');
   });
 
+  it('warns at start when unnamed routes of one prefix share its label', () => {
+    const warningsOf = (routes: unknown[]) => parseConfig({ routes }).warnings;
+    expect(
+      warningsOf([
+        { prefix: '/v1', upstream: UP, auth: 'required' },
+        { prefix: '/v1', methods: ['POST'], auth: 'required' },
+      ]),
+    ).toEqual([
+      'routes[1] shares the label /v1 with routes[0] in metrics, logs and audit records: give one a name',
+    ]);
+    expect(
+      warningsOf([
+        { prefix: '/v1', upstream: UP, auth: 'required' },
+        { prefix: '/v1', methods: ['POST'], auth: 'required', name: 'writes' },
+      ]),
+    ).toEqual([]);
+  });
+
   it('refuses a name given twice, or one that is another route’s prefix, at its key path', () => {
     expect(
       problemsOf([
