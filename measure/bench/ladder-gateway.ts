@@ -4,6 +4,8 @@
  *
  *   node measure/bench/ladder-gateway.ts '{"rung": 2, "port": ..., ...}'
  */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Redis } from 'ioredis';
 import { loadAssertionKeys } from '../../shared/assertion-keys.ts';
 import { createRedisClient, waitForRedis } from '../../shared/redis.ts';
@@ -36,7 +38,10 @@ const options = JSON.parse(process.argv[2] ?? '{}') as LadderGatewayOptions;
 const rung = RUNGS[options.rung];
 if (rung === undefined) throw new Error(`no ladder rung ${options.rung}`);
 
+const introspection = rung.introspection === true ? await startStubIntrospection() : undefined;
+
 const { config } = parseConfig({
+  ...(introspection === undefined ? {} : { auth: { introspection } }),
   listener: { tls: { certFile: options.certFile, keyFile: options.keyFile } },
   admin: { stageTiming: rung.stageTiming },
   ...(options.otlpEndpoint === undefined ? {} : { tracing: { otlp: { endpoint: options.otlpEndpoint } } }),
@@ -84,6 +89,41 @@ const gateway = await startGateway(
   },
   { stages: overrides },
 );
+
+/**
+ * An introspection endpoint that calls every token active for the bench's customer: what is
+ * measured is the gateway's cached answer, not an identity provider.
+ */
+async function startStubIntrospection() {
+  const server = createServer((req, res) => {
+    req.resume();
+    res.setHeader('content-type', 'application/json');
+    const now = Math.floor(Date.now() / 1000);
+    res.end(
+      JSON.stringify({
+        active: true,
+        iss: 'https://bench.idp',
+        aud: 'https://bench.api',
+        client_id: 'bench',
+        customer_id: 'cust-1',
+        scope: 'orders:read orders:write',
+        token_type: 'Bearer',
+        iat: now,
+        exp: now + 3600,
+      }),
+    );
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  server.unref();
+  process.env['PORTICO_INTROSPECTION_CLIENT_SECRET'] = 'bench-secret';
+  return {
+    endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}/introspect`,
+    issuer: 'https://bench.idp',
+    audience: 'https://bench.api',
+    clientId: 'bench-gateway',
+    cacheMaxSeconds: 3600,
+  };
+}
 
 process.once('SIGTERM', () => {
   void gateway

@@ -21,6 +21,11 @@ export interface Rung {
   upstreamTls: boolean;
   /** Spans exported over OTLP/HTTP (tracing.otlp.endpoint) to a local sink: the static upstream. */
   traceExport: boolean;
+  /**
+   * Bearer tokens are opaque and introspected (auth.introspection) at a stub endpoint in the
+   * rung's process; the bench's one token is introspected once, then served from the cache.
+   */
+  introspection?: boolean;
 }
 
 /**
@@ -131,5 +136,13 @@ export const RUNGS: readonly Rung[] = [
     note: 'rung 9 with tracing.otlp.endpoint set: a span per request, batched to a local sink (the static upstream)',
     upstreamTls: true,
     traceExport: true,
+  },
+  {
+    ...BASE,
+    name: 'ladder 11: rung 3 with an opaque token (introspection, cached answer)',
+    note: 'auth.introspection: the cached answer of the token by its digest; compare with rung 3 (a cached JWT)',
+    without: ['rate-limit', ...CACHING],
+    auth: true,
+    introspection: true,
   },
 ];
