@@ -24,11 +24,22 @@ const KEY = /^[A-Za-z0-9+/]{22}==$/;
 /** A subprotocol is a token (RFC 6455 §4.1, RFC 9110 §5.6.2). */
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
-/** True when the request names WebSocket as the protocol it wants, well formed or not. */
+/**
+ * True when the request names WebSocket as the protocol it wants, well formed or not. Over
+ * HTTP/1.1 `Upgrade` means something only when `Connection` names it (RFC 9110 §7.8: its
+ * sender MUST list `upgrade` there): without it the field is a stray hop-by-hop field, which
+ * the proxy strips like any other, and the request is served as what it is.
+ */
 export function asksForWebSocket(req: ClientRequest): boolean {
   if (req.headers[':protocol'] !== undefined) return req.headers[':protocol'] === 'websocket';
   const upgrade = req.headers.upgrade;
-  return upgrade !== undefined && tokens(upgrade).includes('websocket');
+  const connection = req.headers.connection;
+  return (
+    upgrade !== undefined &&
+    tokens(upgrade).includes('websocket') &&
+    connection !== undefined &&
+    tokens(connection).includes('upgrade')
+  );
 }
 
 /**
