@@ -79,6 +79,8 @@ export function createHttpsListener(config: ListenerConfig, deps: ListenerDeps):
         ? http2ServerOptions(config.http2, limits, deps.extendedConnect ?? false)
         : { ALPNCallback: http1Only }),
       allowHTTP1: true,
+      // Requested, never required: TLS renegotiation is refused, so a route cannot ask later.
+      ...(config.tls.requestClientCertificates ? { requestCert: true, rejectUnauthorized: false } : {}),
       ...http1Options(limits),
       handshakeTimeout: limits.headersTimeoutMs,
       noDelay: true,

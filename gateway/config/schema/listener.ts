@@ -47,6 +47,11 @@ export const ListenerConfigSchema = Type.Object(
         keyFile: Type.Optional(
           Type.String({ minLength: 1, description: 'PEM private key of certFile; set both or neither.' }),
         ),
+        requestClientCertificates: Type.Boolean({
+          default: false,
+          description:
+            'Ask clients for a certificate in the handshake, without requiring one or checking its chain: certificate-bound access tokens (RFC 8705, `cnf.x5t#S256`) are checked against the very certificate presented (self-signed ones included, RFC 8705 §2.2), and a route decides with `tokenBinding.require: certificate`. Off by default: browsers may prompt for a certificate.',
+        }),
       },
       { additionalProperties: false, default: {}, description: 'Reloaded from the files on SIGHUP.' },
     ),

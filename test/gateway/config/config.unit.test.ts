@@ -169,7 +169,11 @@ describe('gateway config', () => {
       'listener:\n  tls: { certFile: tls/cert.pem, keyFile: /abs/key.pem }\nroutes:\n  - prefix: /v1\n    upstream: http://svc:8081\n',
     );
     const { config } = loadConfig({ PORTICO_CONFIG: file });
-    expect(config.listener.tls).toEqual({ certFile: join(dir, 'tls/cert.pem'), keyFile: '/abs/key.pem' });
+    expect(config.listener.tls).toEqual({
+      certFile: join(dir, 'tls/cert.pem'),
+      keyFile: '/abs/key.pem',
+      requestClientCertificates: false,
+    });
     expect(config.routes[0]?.upstream).toBe('http://svc:8081');
   });
 

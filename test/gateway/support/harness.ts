@@ -113,7 +113,10 @@ export async function startTestGateway(
     // The edge is tested here; identity has its own tests, so these routes need no caller.
     routes: [{ prefix: '/v1', upstream: upstreamUrl, auth: 'none' }],
     ...rest,
-    listener: { ...listener, tls: { certFile: certificate.certFile, keyFile: certificate.keyFile } },
+    listener: {
+      ...listener,
+      tls: { ...(listener['tls'] as object), certFile: certificate.certFile, keyFile: certificate.keyFile },
+    },
   });
   let text = '';
   const logs: Record<string, unknown>[] = [];
