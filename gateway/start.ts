@@ -6,23 +6,15 @@
  * then), then the components behind them.
  */
 import type { Server } from 'node:http';
-import type { AddressInfo, Server as NetServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { createHttpDrain } from '../shared/http-drain.ts';
 import { Lifecycle } from '../shared/lifecycle.ts';
-import { portUnavailable } from '../shared/port-unavailable.ts';
-import { createDashboard } from './admin/dashboard.ts';
-import { loadDashboardAssets } from './admin/dashboard-assets.ts';
-import { checkHost, createAdminGuard, loadAdminToken } from './admin/purge-guard.ts';
-import { upstreamHealth } from './admin/upstream-health.ts';
-import { handleConfigReload } from './admin/config-reload.ts';
-import type { ReloadResult } from './config/reload.ts';
-import type { ConfigState } from './observability/config-metrics.ts';
-import { createAdminServer } from './admin/server.ts';
 import type { AuditEntry } from './audit/audit-record.ts';
 import { buildGateway, type BuildDeps, type BuildOptions } from './build.ts';
-import { handlePurge } from './admin/cache-purge.ts';
+import { closeServer, listen } from './listen.ts';
+import { startAdminListener, type AdminDeps } from './start-admin.ts';
 import type { GatewayConfig } from './config/schema/gateway.ts';
 import { createHttpsListener, createRedirectListener, hstsValue } from './edge/listener.ts';
 import { NOSNIFF, type Refusal } from './edge/raw-refusal.ts';
@@ -30,27 +22,11 @@ import { TLS_OPTIONS, describeCertificate, loadCertificate, type CertificatePair
 import type { GatewayMetrics } from './observability/metrics.ts';
 import type { RateLimiter } from './rate-limit/limiter.ts';
 
-export interface GatewayDeps extends BuildDeps {
+export interface GatewayDeps extends BuildDeps, AdminDeps {
   /** HTTPS port; 0 picks a free one. */
   port: number;
-  /** Admin port, always bound to `adminHost` (127.0.0.1 unless a test says otherwise). */
-  adminPort: number;
-  adminHost?: string;
-  /**
-   * Bearer token of the admin purge; by default PORTICO_ADMIN_TOKEN, else `admin-token` in
-   * the data dir. Without any, the purge refuses every request.
-   */
-  adminToken?: string;
   /** Certificate files when the config names none (the data dir's development certificate). */
   certificateFiles?: { certFile: string; keyFile: string };
-  /** What `POST /config/reload` runs: the config file's reload, or undefined without a file (run.ts). */
-  reloadConfig?: () => Promise<ReloadResult> | undefined;
-  /** The dashboard chart's sampling interval (admin/traffic-history.ts; 10 s): tests shorten it. */
-  dashboardHistoryMs?: number;
-  /** The config version running and the last reload, for the dashboard (run.ts). */
-  configState?: () => ConfigState | undefined;
-  /** What the admin `/metrics` answers instead of this process's own (GATEWAY_WORKERS: all workers). */
-  metricsText?: () => Promise<string>;
 }
 
 /** A running gateway. */
@@ -93,48 +69,7 @@ export async function startGateway(
     };
     const built = await buildGateway(config, { ...deps, answerHeaders }, options, lifecycle);
     let draining = false;
-
-    const adminHost = deps.adminHost ?? '127.0.0.1';
-    const adminToken = deps.adminToken ?? loadAdminToken(deps.env ?? process.env, deps.dataDir);
-    if (adminToken === undefined)
-      log.warn('no admin token (PORTICO_ADMIN_TOKEN): the cache purge is refused');
-    const adminGuard = createAdminGuard(adminToken, adminHost, config.admin.allowedHosts);
-    const dashboard = createDashboard({
-      // Read at each snapshot: a reload swaps the pipeline they describe.
-      get routes() {
-        return built.config.routes;
-      },
-      get stageNames() {
-        return built.stageNames;
-      },
-      metrics: built.metrics,
-      limiter: built.limiter,
-      cache: built.cache,
-      upstreamHealth: (timeoutMs) => upstreamHealth(built.upstreams, built.config.routes)(timeoutMs),
-      configState: () => deps.configState?.(),
-      get rateLimitPolicies() {
-        return built.config.rateLimits.policies;
-      },
-      apiKeys: () => built.authenticator?.apiKeyRecords?.(),
-      ...(deps.dashboardHistoryMs === undefined ? {} : { historyIntervalMs: deps.dashboardHistoryMs }),
-    });
-    lifecycle.defer('dashboard history', () => dashboard.close());
-    const admin = createAdminServer(config.admin, {
-      metrics: built.metrics,
-      ...(deps.metricsText === undefined ? {} : { metricsText: deps.metricsText }),
-      purge: (req, res) => handlePurge(built.cache, req, res, adminGuard),
-      reload: (req, res) => handleConfigReload(req, res, adminGuard, () => deps.reloadConfig?.()),
-      log,
-      draining: () => draining,
-      checks: () => built.readinessChecks(),
-      dashboard: {
-        assets: loadDashboardAssets(),
-        data: dashboard,
-      },
-      hostGuard: (req) => checkHost(req, adminHost, config.admin.allowedHosts),
-    });
-    const adminAddress = await listen(admin, deps.adminPort, adminHost, 'ADMIN_PORT');
-    lifecycle.defer('admin listener', () => closeServer(admin));
+    const adminAddress = await startAdminListener(config, deps, built, lifecycle, () => draining);
 
     const https = createHttpsListener(config.listener, {
       certificate,
@@ -212,33 +147,6 @@ function refusalEntry(refusal: Refusal): AuditEntry {
     // The refusal came before any stage: authentication never ran.
     authOutcome: 'none',
   };
-}
-
-/**
- * One `listen`, as a promise: resolves with the address, rejects with a port that cannot be
- * taken, naming the `setting` that chose it.
- */
-function listen(
-  server: NetServer,
-  port: number,
-  host: string | undefined,
-  setting: string,
-): Promise<AddressInfo> {
-  return new Promise((resolve, reject) => {
-    const refuse = (error: Error) => reject(portUnavailable(error, setting, port, host));
-    server.once('error', refuse);
-    server.listen(port, host, () => {
-      server.off('error', refuse);
-      resolve(server.address() as AddressInfo);
-    });
-  });
-}
-
-function closeServer(server: Server): Promise<void> {
-  return new Promise((resolve) => {
-    server.close(() => resolve());
-    server.closeAllConnections();
-  });
 }
 
 async function startRedirect(
