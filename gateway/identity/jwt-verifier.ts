@@ -8,10 +8,11 @@ import { hash as digest } from 'node:crypto';
 import { decodeProtectedHeader, jwtVerify, type JWTPayload, type ProtectedHeaderParameters } from 'jose';
 import { LRUCache } from 'lru-cache';
 import { isValidCustomerId, knownScopes, type Principal } from '../../shared/principal.ts';
-import { claimReader, readScopes } from './claim-path.ts';
+import { claimReader, readScopes } from './claims/claim-path.ts';
 import { canonicalSegments, lowSForm } from './jws-spelling.ts';
 import type { KeySource } from './key-source.ts';
-import { readConfirmation } from './token-confirmation.ts';
+import { readConfirmation } from './claims/token-confirmation.ts';
+import type { TokenResult } from './claims/token-result.ts';
 
 export interface JwtVerifierOptions {
   issuer: string;
@@ -31,9 +32,7 @@ export interface JwtVerifierOptions {
  * `invalid`: the token is refused (401 invalid_token, `reason` is a safe description).
  * `unavailable`: no usable keys right now (503), the token may well be good.
  */
-export type JwtResult =
-  | { ok: true; principal: Principal; cacheHit: boolean }
-  | { ok: false; kind: 'invalid' | 'unavailable'; reason: string };
+export type JwtResult = TokenResult;
 
 const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 /** Header members that point at keys: trusting them lets the token choose its own verifier. */
@@ -128,33 +127,8 @@ export function createJwtVerifier(options: JwtVerifierOptions) {
       return invalid(describeJoseError(error));
     }
 
-    const nowSeconds = now() / 1000;
-    // jose checks iat only together with maxTokenAge; a token from the future is forged or
-    // minted by a broken clock, either way not ours to accept.
-    if (typeof payload.iat !== 'number' || payload.iat > nowSeconds + clockSkewSeconds) {
-      return invalid('token issued in the future');
-    }
-    // A token that lives for years is a credential that cannot be taken back once stolen (exp
-    // 10^12 was accepted). iat is required and not in the future, so exp - iat also bounds
-    // how far from now exp may be (plus the skew).
-    if (typeof payload.exp !== 'number' || payload.exp - payload.iat > options.maxLifetimeSeconds) {
-      return invalid('token lifetime exceeds the maximum');
-    }
-    if (typeof payload.sub !== 'string' || payload.sub === '') return invalid('malformed sub claim');
-    const customerId = customerOf(payload);
-    if (!isValidCustomerId(customerId)) return invalid(`token lacks a valid ${options.customerClaim} claim`);
-    const scopes = readScopes(payload);
-    if (scopes === undefined) return invalid('malformed scope claim');
-    const binding = readConfirmation(payload);
-    if (!binding.ok) return invalid(binding.reason);
-
-    const principal: Principal = Object.freeze({
-      subject: payload.sub,
-      customerId,
-      scopes: Object.freeze(knownScopes(scopes)),
-      authMethod: 'jwt' as const,
-      ...(binding.cnf === undefined ? {} : { cnf: binding.cnf }),
-    });
+    const principal = principalOf(payload, options, customerOf);
+    if (typeof principal === 'string') return invalid(principal);
     if (cache !== undefined && typeof payload.exp === 'number') {
       const entry = { principal, expiresAt: payload.exp * 1000, kid: header.kid };
       cache.set(hash, entry);
@@ -167,6 +141,45 @@ export function createJwtVerifier(options: JwtVerifierOptions) {
 }
 
 export type JwtVerifier = ReturnType<typeof createJwtVerifier>;
+
+/**
+ * The principal a verified token's claims describe, or why they do not describe one: the
+ * checks jose leaves to us (iat, lifetime, sub, customer, scopes, confirmation).
+ */
+function principalOf(
+  payload: JWTPayload,
+  options: JwtVerifierOptions,
+  customerOf: (claims: JWTPayload) => unknown,
+): Principal | string {
+  const { now, clockSkewSeconds } = options;
+  const nowSeconds = now() / 1000;
+  // jose checks iat only together with maxTokenAge; a token from the future is forged or
+  // minted by a broken clock, either way not ours to accept.
+  if (typeof payload.iat !== 'number' || payload.iat > nowSeconds + clockSkewSeconds) {
+    return 'token issued in the future';
+  }
+  // A token that lives for years is a credential that cannot be taken back once stolen (exp
+  // 10^12 was accepted). iat is required and not in the future, so exp - iat also bounds
+  // how far from now exp may be (plus the skew).
+  if (typeof payload.exp !== 'number' || payload.exp - payload.iat > options.maxLifetimeSeconds) {
+    return 'token lifetime exceeds the maximum';
+  }
+  if (typeof payload.sub !== 'string' || payload.sub === '') return 'malformed sub claim';
+  const customerId = customerOf(payload);
+  if (!isValidCustomerId(customerId)) return `token lacks a valid ${options.customerClaim} claim`;
+  const scopes = readScopes(payload);
+  if (scopes === undefined) return 'malformed scope claim';
+  const binding = readConfirmation(payload);
+  if (!binding.ok) return binding.reason;
+
+  return Object.freeze({
+    subject: payload.sub,
+    customerId,
+    scopes: Object.freeze(knownScopes(scopes)),
+    authMethod: 'jwt' as const,
+    ...(binding.cnf === undefined ? {} : { cnf: binding.cnf }),
+  });
+}
 
 /**
  * The cache key of the token's low-S form: the other S of a signature verified before is that

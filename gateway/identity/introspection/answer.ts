@@ -6,8 +6,8 @@
  * times that hold now. The customer claim, scopes and `cnf` are read as from a JWT.
  */
 import { isValidCustomerId, knownScopes, type Principal } from '../../../shared/principal.ts';
-import { claimReader, readScopes } from '../claim-path.ts';
-import { readConfirmation } from '../token-confirmation.ts';
+import { claimReader, readScopes } from '../claims/claim-path.ts';
+import { readConfirmation } from '../claims/token-confirmation.ts';
 
 export interface AnswerRules {
   issuer: string;

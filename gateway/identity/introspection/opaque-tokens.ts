@@ -9,7 +9,7 @@ import type { Principal } from '../../../shared/principal.ts';
 import type { RedisClient } from '../../../shared/redis.ts';
 import type { JwtConfig } from '../../config/schema/identity.ts';
 import type { IntrospectionConfig } from '../../config/schema/introspection.ts';
-import type { JwtResult } from '../jwt-verifier.ts';
+import type { TokenResult } from '../claims/token-result.ts';
 import { answerJudge } from './answer.ts';
 import { loadClientCredential } from './client-credential.ts';
 import { introspectionEndpoint, type IntrospectionFetch } from './endpoint.ts';
@@ -87,7 +87,7 @@ export function createOpaqueTokens(
 /** What the authenticator asks of a bearer-token verifier, whichever kind it verifies. */
 export interface BearerVerifier {
   known(token: string): Principal | undefined;
-  verify(token: string): Promise<JwtResult>;
+  verify(token: string): Promise<TokenResult>;
   /** Stops what it runs in the background (a subscription). */
   close?(): void;
 }

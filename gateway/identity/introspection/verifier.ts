@@ -9,7 +9,7 @@
 import { hash as digest } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { Principal } from '../../../shared/principal.ts';
-import type { JwtResult } from '../jwt-verifier.ts';
+import type { TokenResult } from '../claims/token-result.ts';
 import type { AnswerMeaning } from './answer.ts';
 import type { IntrospectionCall } from './endpoint.ts';
 import type { Revocations } from './revocations.ts';
@@ -33,7 +33,7 @@ type Remembered =
 export interface IntrospectionVerifier {
   /** The principal of a token with a remembered active answer; synchronous, no call. */
   known: (token: string) => Principal | undefined;
-  verify: (token: string) => Promise<JwtResult>;
+  verify: (token: string) => Promise<TokenResult>;
   /** Drops the remembered answer of the token with this digest (it was revoked). */
   forget: (tokenDigest: string) => void;
   /** Drops every remembered answer (revocations may have been missed). */
@@ -45,7 +45,7 @@ export const tokenDigest = (token: string): string => digest('sha256', token, 'b
 export function createIntrospectionVerifier(options: IntrospectionVerifierOptions): IntrospectionVerifier {
   const { now } = options;
   const answers = new LRUCache<string, Remembered>({ max: options.cacheMaxEntries });
-  const inFlight = new Map<string, Promise<JwtResult>>();
+  const inFlight = new Map<string, Promise<TokenResult>>();
 
   function remembered(id: string): Remembered | undefined {
     const entry = answers.get(id);
@@ -55,7 +55,7 @@ export function createIntrospectionVerifier(options: IntrospectionVerifierOption
     return undefined;
   }
 
-  async function introspect(id: string, token: string): Promise<JwtResult> {
+  async function introspect(id: string, token: string): Promise<TokenResult> {
     const { revocations } = options;
     // Asked side by side: the revocation record costs no time beside the endpoint's answer.
     const [call, revoked] = await Promise.all([

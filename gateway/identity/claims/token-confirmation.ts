@@ -4,7 +4,7 @@
  * §2.2 allows any claim there; RFC 9449 §6.2 and RFC 8705 §3.2 put `cnf` in it). One reader
  * for both kinds, so the binding check downstream never depends on how the token was verified.
  */
-import type { TokenConfirmation } from '../../shared/principal.ts';
+import type { TokenConfirmation } from '../../../shared/principal.ts';
 
 /** A thumbprint is a SHA-256 digest in base64url: 43 characters, nothing else. */
 const THUMBPRINT = /^[A-Za-z0-9_-]{43}$/;
