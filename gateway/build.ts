@@ -10,7 +10,7 @@
  * generation with a lifecycle of its own (live-handler.ts swaps it); what outlives a reload
  * is built once (Shared, below, says why each).
  */
-import { createSubscriber, type RedisClient } from '../shared/redis.ts';
+import type { RedisClient } from '../shared/redis.ts';
 import type { Logger } from 'pino';
 import type { AssertionKey } from '../shared/identity-assertion.ts';
 import { CACHE_INVALIDATES, GATEWAY_CACHE_CONTROL } from '../shared/cache-headers.ts';
@@ -18,7 +18,8 @@ import { Lifecycle } from '../shared/lifecycle.ts';
 import { readinessChecks } from './admin/readiness-checks.ts';
 import type { ReadinessCheck } from './admin/server.ts';
 import { createAuditLog, type AuditLog } from './audit/audit-log.ts';
-import { createHttpCache, type HttpCache } from './cache/engine/http-cache.ts';
+import type { HttpCache } from './cache/engine/http-cache.ts';
+import { buildCache } from './build-cache.ts';
 import { registerCacheMetrics } from './cache/metrics.ts';
 import type { GatewayConfig } from './config/schema/gateway.ts';
 import { createClientIp } from './edge/client-ip.ts';
@@ -42,7 +43,7 @@ import { createRateLimiter, type RateLimiter } from './rate-limit/limiter.ts';
 import { createStoreFailureLog } from './rate-limit/store-failure-log.ts';
 import { createStages, type StageOverrides } from './stages.ts';
 import { createForward } from './upstream/forward.ts';
-import { createUpstreams, type Upstreams } from './upstream/pools.ts';
+import { closePools, createUpstreams, type Upstreams } from './upstream/pools.ts';
 import { createRouteUpstreams, type RouteUpstreams } from './upstream/route-upstreams.ts';
 import { routeTargets } from './config/schema/routes.ts';
 import { createWebSocketMetrics, type WebSocketMetrics } from './websocket/metrics.ts';
@@ -257,7 +258,11 @@ async function buildShared(
   });
   lifecycle.defer('rate limiter', () => limiter.close());
   metrics.watchRateLimiter(() => limiter.status());
-  const cache = await buildCache(config, deps, options, lifecycle);
+  const cache = await buildCache(
+    config.cache,
+    { redis: deps.redis, log: deps.log, now: options.now },
+    lifecycle,
+  );
   registerCacheMetrics(metrics.registry, cache);
   const audit =
     deps.auditLogPath === undefined
@@ -304,7 +309,7 @@ function buildGeneration(
       config.routes.flatMap((route) => routeTargets(route).map((target) => target.url)),
       config.proxy,
     );
-    lifecycle.defer('upstream pools', () => closePools(upstreams));
+    lifecycle.defer('upstream pools', () => closePools(upstreams, POOL_CLOSE_GRACE_MS));
     // Deferred after the pools, so closed before them: no health check starts on a closed pool.
     const routeUpstreams = createRouteUpstreams(config.routes, upstreams, config.proxy, {
       log,
@@ -387,44 +392,4 @@ function authDeps(deps: BuildDeps) {
     // The replicas' shared ring: DPoP nonces issued by one are good at every other.
     ...(deps.assertionKeys === undefined ? {} : { assertionKeys: deps.assertionKeys }),
   };
-}
-
-async function buildCache(
-  config: GatewayConfig,
-  deps: BuildDeps,
-  options: BuildOptions,
-  lifecycle: Lifecycle,
-): Promise<HttpCache> {
-  const { redis, log } = deps;
-  // A subscriber connection can only listen: invalidations need a second one. ioredis does
-  // not prefix channel names, so the deployment's key prefix goes into the channel itself.
-  const subscriber = redis === undefined ? undefined : createSubscriber(redis);
-  if (subscriber !== undefined)
-    lifecycle.defer('cache invalidation subscriber', () => subscriber.disconnect());
-  const cache = createHttpCache(config.cache, {
-    redis: redis === undefined || subscriber === undefined ? undefined : { publisher: redis, subscriber },
-    channel: `${redis?.options.keyPrefix ?? 'portico:'}cache-invalidation`,
-    log,
-    ...(options.now === undefined ? {} : { now: options.now }),
-  });
-  lifecycle.defer('cache', () => cache.close());
-  // Until it hears invalidations the cache neither serves nor stores; give it a moment.
-  if (redis !== undefined && !(await cache.whenReady(2000))) {
-    log.warn('cache invalidation channel not subscribed yet: the cache is bypassed until it is');
-  }
-  return cache;
-}
-
-/**
- * Lets upstream requests still running finish (background revalidations; the client-facing
- * ones ended with the listener's drain), then cuts what remains.
- */
-async function closePools(upstreams: Upstreams): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const closed = await Promise.race([
-    upstreams.close().then(() => true),
-    new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), POOL_CLOSE_GRACE_MS))),
-  ]);
-  clearTimeout(timer);
-  if (!closed) await upstreams.destroy();
 }

@@ -11,12 +11,10 @@
  * 400 (not 401) tells the client its request is wrong, not its credential.
  */
 import { hash as digest } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { RedisClient } from '../../shared/redis.ts';
 import type { Logger } from 'pino';
 import { LRUCache } from 'lru-cache';
-import { fetch as undiciFetch } from 'undici';
 import type { HttpProblem } from '../../shared/errors.ts';
 import { knownScopes, type Principal } from '../../shared/principal.ts';
 import { verifyApiKey, type ApiKeyClaims } from './api-key.ts';
@@ -31,8 +29,7 @@ import { credentialInUrl, invalidToken, keysUnavailable, unauthenticated } from 
 import { credentialParameter } from './credential-in-url.ts';
 import { admitAll, countedOnce, judged, type VerifyGate } from './verify-gate.ts';
 import { checkAuthConfig, type AuthConfig } from '../config/schema/identity.ts';
-import { loadOrCreateDevIssuer } from './dev-issuer.ts';
-import { createJwtVerifier } from './jwt-verifier.ts';
+import { jwtTokens } from './jwt-tokens.ts';
 import type { IntrospectionFetch } from './introspection/endpoint.ts';
 import { createOpaqueTokens, eitherKind, type BearerVerifier } from './introspection/opaque-tokens.ts';
 import { loadAssertionKeys } from '../../shared/assertion-keys.ts';
@@ -44,12 +41,7 @@ import {
   type SenderOutcome,
   type SenderRequest,
 } from './sender-constraint/sender-check.ts';
-import {
-  createRemoteKeySource,
-  createStaticKeySource,
-  type JwksFetch,
-  type KeySource,
-} from './key-source.ts';
+import type { JwksFetch, KeySource } from './key-source.ts';
 
 export { requireScopes } from './auth-problems.ts';
 export type { VerifyGate } from './verify-gate.ts';
@@ -100,8 +92,6 @@ export interface Authenticator {
   close(): void;
 }
 
-/** Keys are due for a background refresh after this; jose's remote set uses 10 min. */
-const KEYS_FRESH_MS = 5 * 60 * 1000;
 /** Lets `apikey revoke` reach a gateway without Redis within a second. */
 const FILE_STORE_POLL_MS = 1000;
 const AUTHORIZATION = /^([A-Za-z]+) +([\x21-\x7e]+)$/;
@@ -110,45 +100,6 @@ const BEARER_PREFIX = /^bearer (?! )/i;
 const BEARER_LENGTH = 'Bearer '.length;
 /** API keys whose signature verified, by digest: they skip the gate (revocation is still read). */
 const VERIFIED_API_KEYS = 10_000;
-
-/**
- * The issuer whose access tokens are accepted, its keys and audience: the configured identity
- * provider, or the development issuer of the data dir. Says which at start, once.
- */
-function trustedIssuer(
-  jwt: AuthConfig['jwt'],
-  deps: AuthenticatorDeps,
-  now: () => number,
-): { keys: KeySource; issuer: string; audience: string | string[] } {
-  if (jwt.jwksUrl === undefined && jwt.jwksFile === undefined) {
-    const dev = loadOrCreateDevIssuer(deps.dataDir);
-    deps.logger.warn(
-      { issuer: dev.issuer, dataDir: deps.dataDir },
-      'trusting the development issuer of the data dir (no auth.jwt.jwksUrl or jwksFile configured)',
-    );
-    return { keys: createStaticKeySource(dev.jwks), issuer: dev.issuer, audience: dev.audience };
-  }
-  const keys =
-    jwt.jwksUrl !== undefined
-      ? createRemoteKeySource({
-          url: jwt.jwksUrl,
-          fetch: deps.fetch ?? undiciFetch,
-          logger: deps.logger,
-          now,
-          freshMs: KEYS_FRESH_MS,
-          staleMaxAgeMs: jwt.staleKeysMaxAgeSeconds * 1000,
-          cooldownMs: jwt.refetchCooldownSeconds * 1000,
-        })
-      : createStaticKeySource(readJwksFile(jwt.jwksFile!));
-  // checkAuthConfig made sure both are set with an external issuer.
-  const issuer = jwt.issuer!;
-  const audience = jwt.audience!;
-  deps.logger.info(
-    { issuer, audience, keys: jwt.jwksUrl ?? jwt.jwksFile, customerClaim: jwt.customerClaim },
-    'trusting access tokens of the configured issuer',
-  );
-  return { keys, issuer, audience };
-}
 
 /** Builds the authenticator once from validated config; throws on a config that cannot work. */
 export function createAuthenticator(config: AuthConfig, deps: AuthenticatorDeps): Authenticator {
@@ -194,34 +145,6 @@ export function createAuthenticator(config: AuthConfig, deps: AuthenticatorDeps)
     nonceKeys: () => deps.assertionKeys ?? loadAssertionKeys(env, deps.dataDir),
   });
   return new EdgeAuthenticator(bearer, jwtVerifier?.keys, apiKeys, senders, deps.logger);
-}
-
-/** The JWT verifier of the trusted issuer, and its keys (for readiness and close). */
-function jwtTokens(jwt: AuthConfig['jwt'], deps: AuthenticatorDeps, now: () => number) {
-  const { keys, issuer, audience } = trustedIssuer(jwt, deps, now);
-  const verifier = createJwtVerifier({
-    issuer,
-    audience,
-    algorithms: jwt.algorithms,
-    clockSkewSeconds: jwt.clockSkewSeconds,
-    maxLifetimeSeconds: jwt.maxLifetimeSeconds,
-    maxTokenBytes: jwt.maxTokenBytes,
-    customerClaim: jwt.customerClaim,
-    cacheMaxEntries: jwt.cacheMaxEntries,
-    keys,
-    now,
-  });
-  return { known: verifier.known, verify: verifier.verify, keys };
-}
-
-/** The JWKS of `auth.jwt.jwksFile`; a file missing or not JSON is refused by that key. */
-function readJwksFile(file: string): Parameters<typeof createStaticKeySource>[0] {
-  try {
-    return JSON.parse(readFileSync(file, 'utf8'));
-  } catch (error) {
-    const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
-    throw new Error(`auth.jwt.jwksFile: cannot read ${file} as a JWKS: ${reason}`, { cause: error });
-  }
 }
 
 /** API keys, when enabled: the signing ring (loaded once per process) and the revocation store. */

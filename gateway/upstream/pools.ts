@@ -127,3 +127,17 @@ export function createUpstreams(origins: Iterable<string>, config: ProxyConfig):
     },
   };
 }
+
+/**
+ * Lets upstream requests still running finish within `graceMs` (background revalidations; the
+ * client-facing ones ended with the listener's drain), then cuts what remains.
+ */
+export async function closePools(upstreams: Upstreams, graceMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const closed = await Promise.race([
+    upstreams.close().then(() => true),
+    new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), graceMs))),
+  ]);
+  clearTimeout(timer);
+  if (!closed) await upstreams.destroy();
+}
