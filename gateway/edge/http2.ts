@@ -40,7 +40,7 @@ export interface Http2Limits {
 }
 
 /** RFC 9113 §8.2.2: meaningless in HTTP/2; a response names them only for HTTP/1.1's sake. */
-const CONNECTION_SPECIFIC = new Set([
+export const CONNECTION_SPECIFIC = new Set([
   'connection',
   'keep-alive',
   'proxy-connection',

@@ -9,16 +9,8 @@ import { STATUS_CODES, validateHeaderName, validateHeaderValue, type ServerRespo
 import type { Http2ServerResponse, OutgoingHttpHeaders } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import type { GatewayResponse, Tunnel } from '../pipeline/context.ts';
-import { isHttp2Request } from './http2.ts';
-
-/** Fields that HTTP/2 does not carry (RFC 9113 §8.2.2), the upgrade's among them. */
-const CONNECTION_SPECIFIC = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'transfer-encoding',
-  'upgrade',
-]);
+// Fields that HTTP/2 does not carry (RFC 9113 §8.2.2), the upgrade's among them.
+import { CONNECTION_SPECIFIC, isHttp2Request } from './http2.ts';
 
 /**
  * Writes the head and opens the tunnel; returns the status sent, or undefined when the client
