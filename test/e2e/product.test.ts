@@ -187,7 +187,7 @@ describe('the API through the gateway', () => {
       status: 200,
       rateLimit: 'allowed:memory',
     });
-    expect(ok?.['auth']).toEqual({ outcome: 'ok' });
+    expect(ok?.['auth']).toEqual({ outcome: 'ok', binding: { method: 'none' } });
     const refused = records.find(
       (r) => auth(r) === 'refused' && (r['auth'] as { reason?: string }).reason === 'malformed token',
     );
