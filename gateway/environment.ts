@@ -5,7 +5,7 @@
  * included), and `check` (check.ts) reports every bad variable in one run.
  */
 import { join } from 'node:path';
-import { pino } from 'pino';
+import { logLevelProblem, usableLogLevel } from '../shared/log-level.ts';
 import { ASSERTION_KEYS_ENV, parseAssertionKeys } from '../shared/assertion-keys.ts';
 import { parseHmacKeyRing } from '../shared/data-dir-secrets.ts';
 import { redisTargetFromEnv } from '../shared/redis.ts';
@@ -88,12 +88,7 @@ export function environmentProblems(env: NodeJS.ProcessEnv): string[] {
 
 /** LOG_LEVEL when pino knows it, else info: the logger must exist to report the bad value. */
 export function logLevelOf(env: NodeJS.ProcessEnv): string {
-  try {
-    logLevel(env);
-    return env['LOG_LEVEL'] || 'info';
-  } catch {
-    return 'info';
-  }
+  return usableLogLevel(env);
 }
 
 export function port(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -107,11 +102,8 @@ export function port(env: NodeJS.ProcessEnv, name: string, fallback: number): nu
 }
 
 function logLevel(env: NodeJS.ProcessEnv): void {
-  const level = env['LOG_LEVEL'];
-  if (level === undefined || level === '' || level in pino.levels.values || level === 'silent') return;
-  throw new Error(
-    `LOG_LEVEL must be one of ${[...Object.keys(pino.levels.values), 'silent'].join(', ')}, got ${JSON.stringify(level)}`,
-  );
+  const problem = logLevelProblem(env);
+  if (problem !== undefined) throw new Error(problem);
 }
 
 function adminToken(env: NodeJS.ProcessEnv): void {

@@ -11,7 +11,7 @@ const LEVELS = [...Object.keys(pino.levels.values), 'silent'];
 export function logLevelProblem(env: NodeJS.ProcessEnv): string | undefined {
   const level = env['LOG_LEVEL'];
   if (level === undefined || level === '' || LEVELS.includes(level)) return undefined;
-  return `LOG_LEVEL must be one of ${LEVELS.join(', ')}, not ${JSON.stringify(level)}`;
+  return `LOG_LEVEL must be one of ${LEVELS.join(', ')}, got ${JSON.stringify(level)}`;
 }
 
 /** LOG_LEVEL when usable, else info: the logger must exist to report the bad value. */

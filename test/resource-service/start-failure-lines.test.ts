@@ -78,7 +78,7 @@ describe('the resource service (npm run service)', () => {
 
   it('LOG_LEVEL=loud: one line naming the variable and the levels it takes, exit 2', async () => {
     const result = await runServiceProcess(serviceEnv({ LOG_LEVEL: 'loud' }));
-    expect(expectOneLine(result, 2)).toMatch(/^service: LOG_LEVEL must be one of .*debug.*, not "loud"$/);
+    expect(expectOneLine(result, 2)).toMatch(/^service: LOG_LEVEL must be one of .*debug.*, got "loud"$/);
   });
 
   it('no DATABASE_URL: one line saying so, exit 2', async () => {
