@@ -8,7 +8,8 @@
  * reading back that what follows is this batch's own bytes, so no torn record stays for the
  * verifier to take for tampering. The caller counts the batch as lost and says so later.
  */
-import { closeSync, fstatSync, ftruncateSync, openSync, readSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, ftruncateSync, mkdirSync, openSync, readSync, writeSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 
 /** Where sealed batches go. */
@@ -26,6 +27,9 @@ export interface Sink {
  * (~4% of its CPU under load in a profile). A page-cache append of a few KiB takes microseconds.
  */
 export function fileSink(path: string, logger: Logger): Sink {
+  // A data dir named for a new gateway need not exist yet, and the audit log may be the first
+  // file the gateway writes in it; like the data dir's other files, readable by its owner only.
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   // Read as well as append: a partial write is read back before it is cut off.
   const fd = openSync(path, 'a+', 0o600);
   let closed = false;

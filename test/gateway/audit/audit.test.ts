@@ -55,6 +55,13 @@ async function cli(...args: string[]) {
 }
 
 describe('writing', () => {
+  it('creates the folder of a log that does not exist yet (a data dir made for this gateway)', async () => {
+    const path = join(tempDir('audit'), 'data-dir', 'not-yet', 'audit.log');
+    await writeLog(3, path);
+    expect(lines(path)).toHaveLength(3);
+    expect(await verifyAuditFile(path)).toMatchObject({ ok: true, records: 3 });
+  });
+
   it('writes one chained record per entry, in order, after record() has returned', async () => {
     const path = join(tempDir('audit'), 'audit.log');
     const log = createAuditLog({ path, logger: memoryLogger().logger });
