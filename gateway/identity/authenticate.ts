@@ -47,9 +47,12 @@ export { requireScopes } from './auth-problems.ts';
 export type { VerifyGate } from './verify-gate.ts';
 export type { SenderRequest } from './sender-constraint/sender-check.ts';
 
-/** What authenticate() decided; `reason` is safe for logs and the audit record. */
+/**
+ * What authenticate() decided; `reason` is safe for logs and the audit record. `dpopNonce`: a
+ * fresh server nonce for the answer, when the proof used an older one (RFC 9449 §8.2).
+ */
 export type AuthOutcome =
-  | { ok: true; principal: Principal; reason?: string; cacheHit: boolean }
+  | { ok: true; principal: Principal; reason?: string; cacheHit: boolean; dpopNonce?: string }
   | { ok: false; problem: HttpProblem; reason: string };
 
 export interface AuthenticatorDeps {
@@ -282,7 +285,8 @@ class EdgeAuthenticator implements Authenticator {
   ): Promise<AuthOutcome> {
     if (!outcome.ok) return outcome;
     const binding = await check(outcome.principal);
-    return binding.ok ? outcome : judged(gate, token, binding);
+    if (!binding.ok) return judged(gate, token, binding);
+    return binding.nonce === undefined ? outcome : { ...outcome, dpopNonce: binding.nonce };
   }
 
   private async apiKey(presented: string, gate: VerifyGate): Promise<AuthOutcome> {

@@ -13,7 +13,8 @@
  * (Authenticator.knownBearer), the common case: most requests carry a token seen before.
  * A bound token (DPoP, client certificate) is judged in full on every request, with what its
  * binding is checked against: the method, the URI the client addressed, the connection's
- * client certificate and the route's `tokenBinding`.
+ * client certificate and the route's `tokenBinding`. On a route with server nonces, a proof that
+ * used an older nonce gets the current one on its answer (`DPoP-Nonce`, whatever the status).
  */
 import type { Authenticator, SenderRequest } from '../identity/authenticate.ts';
 import { requestHtu } from '../identity/sender-constraint/htu.ts';
@@ -96,4 +97,7 @@ async function judge(ctx: GatewayContext, next: Next, deps: AuthenticateStageDep
   ctx.upstream.principal = outcome.principal;
   ctx.facts.auth = outcome.cacheHit ? CACHED : { outcome: 'ok' };
   await next();
+  // Set on the way back, after the cache stored its copy: a nonce is for this client, now.
+  if (outcome.dpopNonce !== undefined && ctx.response !== undefined)
+    ctx.response.headers['dpop-nonce'] = outcome.dpopNonce;
 }

@@ -12,13 +12,13 @@ export const TokenBindingSchema = Type.Object(
         type: 'string',
         enum: ['dpop', 'certificate'],
         description:
-          '`dpop`: only DPoP-bound tokens presented with a proof (RFC 9449); `certificate`: only tokens bound to the client certificate of the connection (RFC 8705, needs `listener.tls.clientCertificates.request`). Unset: bearer tokens too; a bound token is checked either way.',
+          '`dpop`: only DPoP-bound tokens presented with a proof (RFC 9449); `certificate`: only tokens bound to the client certificate of the connection (RFC 8705, needs `listener.tls.requestClientCertificates`). Unset: bearer tokens too; a bound token is checked either way.',
       }),
     ),
     dpopNonce: Type.Optional(
       Type.Boolean({
         description:
-          'DPoP proofs must carry a nonce this gateway issued (`DPoP-Nonce`, RFC 9449 §8): a proof made ahead of time, by a client whose key was stolen, does not work. Costs the client one extra round trip per nonce lifetime.',
+          'DPoP proofs must carry a nonce this gateway issued (`DPoP-Nonce`, RFC 9449 §8): a proof made ahead of time, by a client whose key was stolen, does not work. Costs a client one extra round trip (`use_dpop_nonce`) at its first call, or after a pause of more than half `auth.dpop.nonceLifetimeSeconds`: in steady use the answers carry the next nonce ahead of expiry.',
       }),
     ),
   },

@@ -6,8 +6,10 @@
  * Stateless and the same at every replica: a nonce is the time step it was issued in, MACed
  * with the identity-assertion key ring every replica already shares (under its own label, so
  * a nonce is never an assertion). A nonce is good in its own step and the next, so it lives
- * between one and two half-lifetimes; once it is no longer good the client is answered
- * `use_dpop_nonce` with the current one (RFC 9449 §8.2), and retries.
+ * between one and two half-lifetimes. A proof that used any other than the current one gets the
+ * current one on its answer (RFC 9449 §8.2), so a client calling at least once per half-lifetime
+ * always holds a good nonce; one that has let its nonce lapse is answered `use_dpop_nonce` with
+ * the current one, and retries.
  */
 import type { HmacKey } from '../../../shared/data-dir-secrets.ts';
 import { decodeMac, hmacSha256, macEquals } from '../../../shared/hmac.ts';
@@ -21,6 +23,8 @@ export class DpopNonces {
   private readonly keys: readonly HmacKey[];
   private readonly stepMs: number;
   private readonly now: () => number;
+  /** The nonce of the step last asked for: one MAC per step, not per request. */
+  private issued: { step: number; nonce: string } | undefined;
 
   constructor(keys: readonly HmacKey[], lifetimeSeconds: number, now: () => number) {
     if (keys.length === 0) throw new Error('DPoP nonces need a key');
@@ -32,8 +36,21 @@ export class DpopNonces {
   /** The nonce to hand out now. */
   current(): string {
     const step = Math.floor(this.now() / this.stepMs);
+    if (this.issued?.step === step) return this.issued.nonce;
     const key = this.keys[0]!;
-    return `${step.toString(36)}.${key.kid}.${hmacSha256(key, LABEL + step).toString('base64url')}`;
+    const nonce = `${step.toString(36)}.${key.kid}.${hmacSha256(key, LABEL + step).toString('base64url')}`;
+    this.issued = { step, nonce };
+    return nonce;
+  }
+
+  /**
+   * The nonce to offer on the answer to a proof that carried `used` (good, or it would not have
+   * got this far): the current one when `used` is older, or made with a key no longer first in
+   * the ring; else nothing.
+   */
+  renewal(used: string): string | undefined {
+    const current = this.current();
+    return used === current ? undefined : current;
   }
 
   /** Whether a proof's `nonce` claim is one of ours, still good. */

@@ -40,7 +40,7 @@ export interface ProofExpectations {
 }
 
 export type ProofResult =
-  | { ok: true; jkt: string; jti: string; iat: number }
+  | { ok: true; jkt: string; jti: string; iat: number; nonce?: string }
   | { ok: false; reason: string; nonce?: 'missing' | 'stale' };
 
 const refused = (reason: string): ProofResult => ({ ok: false, reason });
@@ -112,5 +112,8 @@ export async function verifyDpopProof(proof: string, expect: ProofExpectations):
   const claims = checkClaims(payload, expect);
   if (claims !== undefined) return claims;
   const jkt = await calculateJwkThumbprint(checked.header.jwk as JWK, 'sha256');
-  return { ok: true, jkt, jti: payload.jti!, iat: payload.iat! };
+  // Only a nonce that was checked is handed on: the caller may offer a newer one.
+  const { nonce } = payload as { nonce?: unknown };
+  const checkedNonce = expect.nonce !== undefined && typeof nonce === 'string' ? { nonce } : {};
+  return { ok: true, jkt, jti: payload.jti!, iat: payload.iat!, ...checkedNonce };
 }

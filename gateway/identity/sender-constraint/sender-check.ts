@@ -41,7 +41,8 @@ export interface SenderRequest {
 }
 
 export type SenderRefusal = { ok: false; problem: HttpProblem; reason: string };
-export type SenderOutcome = { ok: true } | SenderRefusal;
+/** `nonce`: a fresh server nonce to hand the client on the answer (RFC 9449 §8.2). */
+export type SenderOutcome = { ok: true; nonce?: string } | SenderRefusal;
 
 const OK: SenderOutcome = Object.freeze({ ok: true });
 
@@ -134,7 +135,10 @@ export class SenderConstraints {
     if (use === 'replayed') return this.proofRefused('DPoP proof already used');
     if (use === 'unavailable')
       return { ok: false, problem: replayUnavailable(), reason: 'DPoP proof replay store unavailable' };
-    return OK;
+    // Ahead of expiry: a client that keeps calling never meets use_dpop_nonce (dpop-nonce.ts).
+    const renewal =
+      nonces === undefined || result.nonce === undefined ? undefined : nonces.renewal(result.nonce);
+    return renewal === undefined ? OK : { ok: true, nonce: renewal };
   }
 
   private certificate(principal: Principal, request: SenderRequest | undefined): SenderOutcome {

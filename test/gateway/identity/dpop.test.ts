@@ -22,6 +22,7 @@ import {
   type RecordingUpstream,
   type TestGateway,
 } from '../support/harness.ts';
+import { DpopNonces } from '../../../gateway/identity/sender-constraint/dpop-nonce.ts';
 import { AUDIENCE, createDpopKey, dpopBoundToken, dpopProof, type DpopKey } from './support/dpop-client.ts';
 import { startExternalIdp, type ExternalIdp } from './support/external-idp.ts';
 
@@ -323,6 +324,31 @@ describe('DPoP-bound tokens from an outside identity provider', () => {
     });
     expect(forged.status).toBe(401);
     expect(forged.body).toMatchObject({ code: 'ERR_USE_DPOP_NONCE' });
+  });
+
+  it("server nonces ahead of expiry: a proof with the last step's nonce gets the next one on its 200", async () => {
+    // What a replica handed out half a lifetime (the default 300 s) ago, from the shared ring:
+    // good still, in its last half-life.
+    const earlier = new DpopNonces(assertionKeys, 300, () => Date.now() - 150_000).current();
+    const path = '/v1/nonce/ahead';
+    const renewed = await call({
+      path,
+      authorization: `DPoP ${token}`,
+      dpop: await proofFor('GET', path, { nonce: earlier }),
+    });
+    expect(renewed.status).toBe(200);
+    const next = renewed.headers['dpop-nonce'] as string;
+    expect(next).toMatch(/\S{20,}/);
+    expect(next).not.toBe(earlier);
+    // The next one holds at the other replica, which has nothing newer to offer.
+    const steady = await call({
+      path,
+      authorization: `DPoP ${token}`,
+      dpop: await proofFor('GET', path, { nonce: next }),
+      replica: replicas[1]!,
+    });
+    expect(steady.status).toBe(200);
+    expect(steady.headers['dpop-nonce']).toBeUndefined();
   });
 
   it('counts failed proofs as failed authentication: over the limit the address gets 429', async () => {

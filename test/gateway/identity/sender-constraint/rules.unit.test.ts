@@ -55,6 +55,24 @@ describe('server nonces', () => {
     expect(nonces.check(undefined)).toBe('missing');
   });
 
+  it('offer the current nonce ahead of expiry: once the step moves on, or the ring rotates', () => {
+    let now = 1_000_000_000_000;
+    const nonces = new DpopNonces(keys, 60, () => now);
+    const nonce = nonces.current();
+    expect(nonces.renewal(nonce)).toBeUndefined();
+    now += 30_000;
+    // Still good, in its last half-lifetime: the client gets the next one while it works.
+    expect(nonces.check(nonce)).toBe('ok');
+    const next = nonces.renewal(nonce);
+    expect(next).toBe(nonces.current());
+    expect(next).not.toBe(nonce);
+    expect(nonces.renewal(next!)).toBeUndefined();
+    // A new signing key first in the ring: the old key's nonce still holds, and is replaced.
+    const rotated = new DpopNonces([{ kid: 'k2', secret: randomBytes(32) }, ...keys], 60, () => now);
+    expect(rotated.check(next)).toBe('ok');
+    expect(rotated.renewal(next!)).toMatch(/^[0-9a-z]+\.k2\./);
+  });
+
   it("are the same at every replica sharing the ring, and another ring's are refused", () => {
     const now = () => 1_000_000_000_000;
     const nonce = new DpopNonces(keys, 60, now).current();
