@@ -14,6 +14,7 @@ import { checkListenerConfig } from './schema/listener.ts';
 import { checkRateLimitsConfig } from './schema/rate-limit.ts';
 import { resolveRouteInheritance } from './schema/route-inheritance.ts';
 import { sharedLabelWarnings } from './schema/route-name.ts';
+import { corsDpopWarnings } from './schema/cors.ts';
 import { checkRouteRateLimits } from './schema/route-rate-limits.ts';
 import { checkRouteDefinitions, type RouteDefinitionInput } from './schema/routes.ts';
 import { checkTracingConfig } from './schema/tracing.ts';
@@ -136,6 +137,7 @@ export function parseConfig(
           `route ${route.prefix} has auth: none; requests to it are forwarded without authentication`,
       ),
     ...sharedLabelWarnings(config.routes),
+    ...corsDpopWarnings(config.routes),
   ];
   return { config: deepFreeze(config), warnings };
 }

@@ -13,20 +13,25 @@ const HTTP_METHOD = Type.Unsafe<string>({
 });
 
 export const DEFAULT_CORS_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
+// DPoP and WWW-Authenticate, DPoP-Nonce: a browser client of sender-constrained tokens sends
+// its proof, and must read the challenge and the server nonce to retry (RFC 9449 §8).
 export const DEFAULT_CORS_HEADERS = [
   'Authorization',
   'Content-Type',
+  'DPoP',
   'Idempotency-Key',
   'If-Match',
   'If-None-Match',
 ];
 export const DEFAULT_CORS_EXPOSE = [
+  'DPoP-Nonce',
   'ETag',
   'Location',
   'Link',
   'Retry-After',
   'RateLimit',
   'RateLimit-Policy',
+  'WWW-Authenticate',
   'X-Request-Id',
 ];
 
@@ -111,4 +116,35 @@ function originProblem(origin: string): string | undefined {
   if ((url.protocol === 'http:' || url.protocol === 'https:') && url.origin !== origin)
     return `"${origin}" is not spelled as browsers send it; write "${url.origin}"`;
   return undefined;
+}
+
+/** What a route's cors and tokenBinding need of each other; the two keys a route resolves. */
+interface BoundCorsRoute {
+  prefix: string;
+  cors?: CorsDefinition | undefined;
+  tokenBinding?: { require?: 'dpop' | 'certificate'; dpopNonce?: boolean } | undefined;
+}
+
+/**
+ * Routes open to browsers (`cors`) that take DPoP proofs, but whose own lists keep a page from
+ * sending one (`DPoP`) or from reading the nonce to retry with (`DPoP-Nonce`): legal, since a
+ * route's clients may all be servers, but a browser client there fails with a CORS error.
+ */
+export function corsDpopWarnings(routes: readonly BoundCorsRoute[]): string[] {
+  const listed = (list: readonly string[], name: string) =>
+    list.some((entry) => entry === '*' || entry.toLowerCase() === name.toLowerCase());
+  const warnings: string[] = [];
+  for (const { prefix, cors, tokenBinding } of routes) {
+    if (cors === undefined || tokenBinding === undefined) continue;
+    const dpop = tokenBinding.require === 'dpop' || tokenBinding.dpopNonce === true;
+    if (dpop && !listed(cors.headers, 'DPoP'))
+      warnings.push(
+        `route ${prefix} takes DPoP proofs, but its cors.headers does not list DPoP: browsers cannot send one`,
+      );
+    if (tokenBinding.dpopNonce === true && !listed(cors.exposeHeaders, 'DPoP-Nonce'))
+      warnings.push(
+        `route ${prefix} requires DPoP nonces, but its cors.exposeHeaders does not list DPoP-Nonce: browsers cannot read one`,
+      );
+  }
+  return warnings;
 }

@@ -49,3 +49,29 @@ describe('config', () => {
     expect(problemsOf({ origins: [APP, 'http://localhost:5173'] })).toEqual([]);
   });
 });
+
+describe('a route open to browsers that takes DPoP proofs', () => {
+  const warningsOf = (cors: Record<string, unknown>, tokenBinding: Record<string, unknown>) =>
+    parseConfig({
+      routes: [
+        { prefix: '/v1', upstream: 'http://127.0.0.1:1', cors: { origins: [APP], ...cors }, tokenBinding },
+      ],
+    }).warnings.filter((warning) => warning.includes('DPoP'));
+
+  it('needs nothing more with the default lists, which allow DPoP and expose DPoP-Nonce', () => {
+    expect(warningsOf({}, { require: 'dpop', dpopNonce: true })).toEqual([]);
+    expect(warningsOf({ headers: ['*'], exposeHeaders: ['*'] }, { dpopNonce: true })).toEqual([]);
+  });
+
+  it('is warned about when its own lists keep a page from sending a proof or reading a nonce', () => {
+    const warnings = warningsOf(
+      { headers: ['Authorization'], exposeHeaders: ['ETag'] },
+      { require: 'dpop', dpopNonce: true },
+    );
+    expect(warnings).toHaveLength(2);
+    expect(warnings[0]).toMatch(/^route \/v1 .*cors\.headers does not list DPoP/);
+    expect(warnings[1]).toMatch(/^route \/v1 .*cors\.exposeHeaders does not list DPoP-Nonce/);
+    // Without DPoP on the route, its lists are its own business.
+    expect(warningsOf({ headers: ['Authorization'] }, { require: 'certificate' })).toEqual([]);
+  });
+});
