@@ -29,7 +29,7 @@ import { credentialInUrl, invalidToken, keysUnavailable, unauthenticated } from 
 import { credentialParameter } from './credential-in-url.ts';
 import { admitAll, countedOnce, judged, type VerifyGate } from './verify-gate.ts';
 import { checkAuthConfig, type AuthConfig } from '../config/schema/identity.ts';
-import { jwtTokens } from './jwt-tokens.ts';
+import { introspectionAnswerKeys, jwtTokens } from './jwt-tokens.ts';
 import type { IntrospectionFetch } from './introspection/endpoint.ts';
 import { createOpaqueTokens, eitherKind, type BearerVerifier } from './introspection/opaque-tokens.ts';
 import { loadAssertionKeys } from '../../shared/assertion-keys.ts';
@@ -115,6 +115,10 @@ export function createAuthenticator(config: AuthConfig, deps: AuthenticatorDeps)
   // Opaque tokens alone trust no JWT issuer, the development one included.
   const jwtVerifier =
     introspection === undefined || introspection.acceptJwt ? jwtTokens(jwt, deps, now) : undefined;
+  const answerKeys =
+    introspection === undefined
+      ? undefined
+      : introspectionAnswerKeys(introspection, jwt, jwtVerifier?.keys, deps, now);
   const opaque =
     introspection === undefined
       ? undefined
@@ -124,6 +128,7 @@ export function createAuthenticator(config: AuthConfig, deps: AuthenticatorDeps)
           now,
           ...(deps.introspectionFetch === undefined ? {} : { fetch: deps.introspectionFetch }),
           ...(deps.redis === undefined ? {} : { redis: deps.redis }),
+          ...(answerKeys === undefined ? {} : { answerKeys }),
         });
   const bearer =
     jwtVerifier === undefined

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { fetch as undiciFetch } from 'undici';
 import type { AuthConfig } from '../config/schema/identity.ts';
+import type { IntrospectionConfig } from '../config/schema/introspection.ts';
 import { loadOrCreateDevIssuer } from './dev-issuer.ts';
 import { createJwtVerifier } from './jwt-verifier.ts';
 import {
@@ -73,18 +74,7 @@ function trustedIssuer(
     );
     return { keys: createStaticKeySource(dev.jwks), issuer: dev.issuer, audience: dev.audience };
   }
-  const keys =
-    jwt.jwksUrl !== undefined
-      ? createRemoteKeySource({
-          url: jwt.jwksUrl,
-          fetch: deps.fetch ?? undiciFetch,
-          logger: deps.logger,
-          now,
-          freshMs: KEYS_FRESH_MS,
-          staleMaxAgeMs: jwt.staleKeysMaxAgeSeconds * 1000,
-          cooldownMs: jwt.refetchCooldownSeconds * 1000,
-        })
-      : createStaticKeySource(readJwksFile(jwt.jwksFile!));
+  const keys = issuerKeys(jwt, jwt, deps, now);
   // checkAuthConfig made sure both are set with an external issuer.
   const issuer = jwt.issuer!;
   const audience = jwt.audience!;
@@ -93,4 +83,42 @@ function trustedIssuer(
     'trusting access tokens of the configured issuer',
   );
   return { keys, issuer, audience };
+}
+
+/** An issuer's keys from its JWKS URL or file, kept as auth.jwt says (freshness, cooldown). */
+function issuerKeys(
+  where: { jwksUrl?: string | undefined; jwksFile?: string | undefined },
+  jwt: AuthConfig['jwt'],
+  deps: JwtTokenDeps,
+  now: () => number,
+): KeySource {
+  if (where.jwksUrl === undefined) return createStaticKeySource(readJwksFile(where.jwksFile!));
+  return createRemoteKeySource({
+    url: where.jwksUrl,
+    fetch: deps.fetch ?? undiciFetch,
+    logger: deps.logger,
+    now,
+    freshMs: KEYS_FRESH_MS,
+    staleMaxAgeMs: jwt.staleKeysMaxAgeSeconds * 1000,
+    cooldownMs: jwt.refetchCooldownSeconds * 1000,
+  });
+}
+
+/**
+ * The keys signed introspection answers are verified with (`jwtResponse`): those of
+ * auth.introspection.jwksUrl, else auth.jwt's. `shared`, the JWT verifier's keys when JWTs are
+ * accepted too, serves both (one cache, one fetcher); closing them stays the JWT side's.
+ */
+export function introspectionAnswerKeys(
+  introspection: IntrospectionConfig,
+  jwt: AuthConfig['jwt'],
+  shared: KeySource | undefined,
+  deps: JwtTokenDeps,
+  now: () => number,
+): KeySource | undefined {
+  if (!introspection.jwtResponse) return undefined;
+  if (introspection.jwksUrl !== undefined)
+    return issuerKeys({ jwksUrl: introspection.jwksUrl }, jwt, deps, now);
+  if (shared !== undefined) return { ...shared, close: () => {} };
+  return issuerKeys(jwt, jwt, deps, now);
 }

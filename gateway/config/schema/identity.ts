@@ -207,6 +207,6 @@ export function checkAuthConfig(config: AuthConfig): string[] {
     }
   }
   if (config.introspection !== undefined)
-    problems.push(...checkIntrospectionConfig(config.introspection, external));
+    problems.push(...checkIntrospectionConfig(config.introspection, { external, issuer: jwt.issuer }));
   return problems;
 }

@@ -69,6 +69,18 @@ export const IntrospectionConfigSchema = Type.Object(
       description:
         'Also accept JWT access tokens (auth.jwt, which then needs jwksUrl or jwksFile): a bearer token that parses as a JWS is verified as a JWT, any other is introspected. When false, every bearer token is introspected.',
     }),
+    jwtResponse: Type.Boolean({
+      default: false,
+      description:
+        "Ask for answers as signed JWTs (RFC 9701: `Accept: application/token-introspection+jwt`) and accept no other: the signature by the issuer's keys (jwksUrl, else auth.jwt's) with an algorithm of auth.jwt.algorithms, `typ` token-introspection+jwt, `iss` the issuer, `aud` the clientId, `iat` within auth.jwt.clockSkewSeconds of now; the answer is the `token_introspection` claim. A plain JSON answer or one failing a check is a 503 (the endpoint misbehaves), never a refusal nor an allow.",
+    }),
+    jwksUrl: Type.Optional(
+      Type.String({
+        format: 'uri',
+        description:
+          "The identity provider's JWKS, for jwtResponse; https (plain http only for loopback hosts). Default: auth.jwt.jwksUrl or jwksFile, when auth.jwt.issuer is this issuer (one key cache then serves both).",
+      }),
+    ),
     cacheMaxSeconds: Type.Integer({
       minimum: 0,
       maximum: 3600,
@@ -109,28 +121,40 @@ export type IntrospectionConfig = Static<typeof IntrospectionConfigSchema>;
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 
-/** Cross-field rules the schema cannot say; `jwtExternal` when auth.jwt names its own keys. */
-export function checkIntrospectionConfig(config: IntrospectionConfig, jwtExternal: boolean): string[] {
-  const problems: string[] = [];
+/**
+ * Cross-field rules the schema cannot say. `jwt`: whether auth.jwt names keys of its own
+ * (jwksUrl or jwksFile), and its issuer.
+ */
+export function checkIntrospectionConfig(
+  config: IntrospectionConfig,
+  jwt: { external: boolean; issuer: string | undefined },
+): string[] {
   const at = '/auth/introspection';
-  let url: URL | undefined;
-  try {
-    url = new URL(config.endpoint);
-  } catch {
-    problems.push(`${at}/endpoint: not a URL`);
-  }
-  if (
-    url !== undefined &&
-    url.protocol !== 'https:' &&
-    !(url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname))
-  ) {
-    problems.push(`${at}/endpoint: must be https (http only for loopback hosts)`);
-  }
+  const problems = checkUrl(config.endpoint, `${at}/endpoint`);
+  if (config.jwksUrl !== undefined) problems.push(...checkUrl(config.jwksUrl, `${at}/jwksUrl`));
   if (config.clientAuth === 'client_secret_basic' && config.privateKeyFile !== undefined)
     problems.push(`${at}/privateKeyFile: only with clientAuth private_key_jwt`);
   if (config.clientAuth === 'private_key_jwt' && config.clientSecretFile !== undefined)
     problems.push(`${at}/clientSecretFile: only with clientAuth client_secret_basic`);
-  if (config.acceptJwt && !jwtExternal)
+  if (config.acceptJwt && !jwt.external)
     problems.push(`${at}/acceptJwt: needs auth.jwt.jwksUrl or jwksFile (the issuer whose JWTs are accepted)`);
+  if (config.jwksUrl !== undefined && !config.jwtResponse)
+    problems.push(`${at}/jwksUrl: only with jwtResponse (the keys of signed answers)`);
+  if (config.jwtResponse && config.jwksUrl === undefined && !(jwt.external && jwt.issuer === config.issuer))
+    problems.push(
+      `${at}/jwtResponse: needs jwksUrl, or auth.jwt.jwksUrl or jwksFile with auth.jwt.issuer ${JSON.stringify(config.issuer)} (the keys signed answers are verified with)`,
+    );
   return problems;
+}
+
+/** https, or plain http to a loopback host: keys or answers read in clear could be swapped. */
+function checkUrl(text: string, at: string): string[] {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return [`${at}: not a URL`];
+  }
+  if (url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname))) return [];
+  return [`${at}: must be https (http only for loopback hosts)`];
 }

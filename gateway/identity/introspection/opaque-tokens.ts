@@ -14,6 +14,7 @@ import { answerJudge } from './answer.ts';
 import { loadClientCredential } from './client-credential.ts';
 import { introspectionEndpoint, type IntrospectionFetch } from './endpoint.ts';
 import { watchRevocations, type Revocations } from './revocations.ts';
+import { signedAnswerReader, type AnswerKeys } from './signed-answer.ts';
 import { createIntrospectionVerifier, type IntrospectionVerifier } from './verifier.ts';
 
 export interface OpaqueTokenDeps {
@@ -23,6 +24,8 @@ export interface OpaqueTokenDeps {
   fetch?: IntrospectionFetch;
   /** Revocations through the gateway reach every replica by it; without it there are none. */
   redis?: RedisClient;
+  /** The issuer's keys, for answers asked for as signed JWTs (`jwtResponse`); closed with these. */
+  answerKeys?: AnswerKeys;
 }
 
 export function createOpaqueTokens(
@@ -30,12 +33,14 @@ export function createOpaqueTokens(
   jwt: JwtConfig,
   deps: OpaqueTokenDeps,
 ): BearerVerifier {
+  const signed = signedAnswers(config, jwt, deps);
   const introspect = introspectionEndpoint({
     url: config.endpoint,
     credential: loadClientCredential(config, deps.env),
     fetch: deps.fetch ?? undiciFetch,
     timeoutMs: config.timeoutMs,
     logger: deps.logger,
+    ...(signed === undefined ? {} : { signed }),
   });
   deps.logger.info(
     {
@@ -44,6 +49,7 @@ export function createOpaqueTokens(
       endpoint: config.endpoint,
       clientAuth: config.clientAuth,
       acceptJwt: config.acceptJwt,
+      jwtResponse: config.jwtResponse,
       customerClaim: jwt.customerClaim,
     },
     'introspecting opaque access tokens at the configured endpoint',
@@ -80,8 +86,26 @@ export function createOpaqueTokens(
   return {
     known: verifier.known,
     verify: verifier.verify,
-    close: () => revocations?.close(),
+    close: () => {
+      revocations?.close();
+      deps.answerKeys?.close();
+    },
   };
+}
+
+/** The reader of answers signed as RFC 9701 says, when `jwtResponse` asks for them. */
+function signedAnswers(config: IntrospectionConfig, jwt: JwtConfig, deps: OpaqueTokenDeps) {
+  if (!config.jwtResponse) return undefined;
+  if (deps.answerKeys === undefined)
+    throw new Error('auth.introspection.jwtResponse: no keys to verify signed answers with');
+  return signedAnswerReader({
+    keys: deps.answerKeys,
+    issuer: config.issuer,
+    clientId: config.clientId,
+    algorithms: jwt.algorithms,
+    clockSkewSeconds: jwt.clockSkewSeconds,
+    now: deps.now,
+  });
 }
 
 /** What the authenticator asks of a bearer-token verifier, whichever kind it verifies. */

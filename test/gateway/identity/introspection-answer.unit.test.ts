@@ -99,6 +99,24 @@ describe('auth.introspection config', () => {
     ]);
   });
 
+  it('jwtResponse needs keys of that issuer: its own jwksUrl (https), or auth.jwt naming it', () => {
+    const problems = (introspection: Record<string, unknown>, jwt: Record<string, unknown> = {}) =>
+      checkAuthConfig(authConfig({ introspection: { ...base, ...introspection }, jwt }));
+    const jwtOf = (issuer: string) => ({ issuer, audience: 'a', jwksUrl: 'https://idp.test/jwks' });
+    expect(problems({ jwtResponse: true, jwksUrl: 'https://idp.test/jwks' })).toEqual([]);
+    expect(problems({ jwtResponse: true }, jwtOf('https://idp.test'))).toEqual([]);
+    const needsKeys =
+      '/auth/introspection/jwtResponse: needs jwksUrl, or auth.jwt.jwksUrl or jwksFile with auth.jwt.issuer "https://idp.test" (the keys signed answers are verified with)';
+    expect(problems({ jwtResponse: true })).toEqual([needsKeys]);
+    expect(problems({ jwtResponse: true }, jwtOf('https://other.test'))).toEqual([needsKeys]);
+    expect(problems({ jwtResponse: true, jwksUrl: 'http://idp.test/jwks' })).toEqual([
+      '/auth/introspection/jwksUrl: must be https (http only for loopback hosts)',
+    ]);
+    expect(problems({ jwksUrl: 'https://idp.test/jwks' })).toEqual([
+      '/auth/introspection/jwksUrl: only with jwtResponse (the keys of signed answers)',
+    ]);
+  });
+
   it('fails at start when the secret or key is missing or unusable, never quoting it', () => {
     const config = authConfig({ introspection: base }).introspection!;
     expect(() => loadClientCredential(config, {})).toThrow(/PORTICO_INTROSPECTION_CLIENT_SECRET/);

@@ -8,83 +8,20 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createAuthenticator, type Authenticator } from '../../../gateway/identity/authenticate.ts';
-import { startExternalIdp, type ExternalIdp } from './support/external-idp.ts';
+import { describe, expect, inject, it } from 'vitest';
 import { OTHER_AUDIENCE } from './support/external-idp-server.ts';
-import {
-  authConfig,
-  expectInvalidToken,
-  expectPrincipal,
-  memoryLogger,
-  tempDir,
-  testClock,
-} from './support/fixtures.ts';
-import { startRelay, type Relay } from './support/relay.ts';
+import { expectInvalidToken, expectPrincipal, tempDir } from './support/fixtures.ts';
+import { AUDIENCE, useIntrospectionBench } from './support/introspecting.ts';
 
-const AUDIENCE = 'https://api.portico.test';
-const SECRET = 'portico-gateway-secret';
-
-let idp: ExternalIdp;
-let relay: Relay;
-const open: Authenticator[] = [];
-
-beforeAll(async () => {
-  idp = await startExternalIdp();
-  relay = await startRelay(`${idp.issuer}/token/introspection`);
-}, 30_000);
-
-afterEach(() => {
-  for (const auth of open.splice(0)) auth.close();
-  relay.down = false;
-  relay.delayMs = 0;
-});
-
-afterAll(async () => {
-  await relay?.close();
-  await idp?.stop();
-});
-
-function gateway(
-  introspection: Record<string, unknown> = {},
-  options: { env?: NodeJS.ProcessEnv; jwt?: Record<string, unknown>; redis?: Redis } = {},
-) {
-  const log = memoryLogger();
-  const clock = testClock();
-  const auth = createAuthenticator(
-    authConfig({
-      ...(options.jwt === undefined ? {} : { jwt: options.jwt }),
-      introspection: {
-        endpoint: relay.url,
-        issuer: idp.issuer,
-        audience: AUDIENCE,
-        clientId: 'portico-gateway',
-        ...introspection,
-      },
-    }),
-    {
-      dataDir: tempDir('introspection'),
-      logger: log.logger,
-      env: options.env ?? { PORTICO_INTROSPECTION_CLIENT_SECRET: SECRET },
-      now: clock.now,
-      ...(options.redis === undefined ? {} : { redis: options.redis }),
-    },
-  );
-  open.push(auth);
-  return {
-    auth,
-    log,
-    clock,
-    bearer: (token: string) => auth.authenticate({ authorization: `Bearer ${token}` }, '/v1/orders'),
-  };
-}
+const bench = useIntrospectionBench();
+const gateway = bench.gateway;
 
 describe('opaque access tokens by introspection', () => {
   it('are accepted and mapped (client as subject, customer claim, scopes), then served from the cache', async () => {
     const { bearer, auth } = gateway();
-    const token = await idp.token('opaque-a', { scope: 'orders:read invoices:read' });
+    const token = await bench.idp.token('opaque-a', { scope: 'orders:read invoices:read' });
     expect(token).not.toContain('.');
-    const before = relay.requests;
+    const before = bench.relay.requests;
     const outcome = expectPrincipal(await bearer(token));
     expect(outcome.principal).toEqual({
       subject: 'opaque-a',
@@ -95,13 +32,13 @@ describe('opaque access tokens by introspection', () => {
     expect(outcome.cacheHit).toBe(false);
     expect(expectPrincipal(await bearer(token)).cacheHit).toBe(true);
     expect(auth.knownBearer({ authorization: `Bearer ${token}` }, '/v1/orders')).toBe(outcome.principal);
-    expect(relay.requests - before).toBe(1);
+    expect(bench.relay.requests - before).toBe(1);
   });
 
   it('authenticates the gateway by private_key_jwt as well, the key never logged', async () => {
     const dir = tempDir('introspection-key');
     const keyFile = join(dir, 'gateway-key.json');
-    writeFileSync(keyFile, JSON.stringify(idp.gatewayKey), { mode: 0o600 });
+    writeFileSync(keyFile, JSON.stringify(bench.idp.gatewayKey), { mode: 0o600 });
     const { bearer, log } = gateway(
       {
         clientId: 'portico-gateway-jwt',
@@ -111,9 +48,9 @@ describe('opaque access tokens by introspection', () => {
       },
       { env: {} },
     );
-    const outcome = expectPrincipal(await bearer(await idp.token('opaque-b')));
+    const outcome = expectPrincipal(await bearer(await bench.idp.token('opaque-b')));
     expect(outcome.principal).toMatchObject({ subject: 'opaque-b', customerId: 'cust-opaque-b' });
-    expect(log.lines()).not.toContain(String(idp.gatewayKey.d));
+    expect(log.lines()).not.toContain(String(bench.idp.gatewayKey.d));
   });
 
   it('a wrong client secret is a 503 (the endpoint refused the gateway), never a 401 nor an allow, and is never logged', async () => {
@@ -121,7 +58,7 @@ describe('opaque access tokens by introspection', () => {
       {},
       { env: { PORTICO_INTROSPECTION_CLIENT_SECRET: 'wrong-secret-value' } },
     );
-    const outcome = await bearer(await idp.token('opaque-a'));
+    const outcome = await bearer(await bench.idp.token('opaque-a'));
     expect(outcome.ok).toBe(false);
     if (outcome.ok) return;
     expect(outcome.problem.status).toBe(503);
@@ -134,9 +71,9 @@ describe('opaque access tokens by introspection', () => {
 describe('attacks on opaque tokens', () => {
   it('a token revoked at the provider works only until its cached answer expires, then is refused', async () => {
     const { bearer, clock } = gateway({ cacheMaxSeconds: 60 });
-    const token = await idp.token('opaque-a');
+    const token = await bench.idp.token('opaque-a');
     expectPrincipal(await bearer(token));
-    await idp.revoke('opaque-a', token);
+    await bench.idp.revoke('opaque-a', token);
     clock.advance(59_000);
     expect(expectPrincipal(await bearer(token)).cacheHit).toBe(true);
     clock.advance(1_000);
@@ -145,7 +82,7 @@ describe('attacks on opaque tokens', () => {
 
   it('a token the provider minted for another API is refused (its answer names another audience)', async () => {
     const { bearer } = gateway();
-    const token = await idp.token('opaque-a', { resource: OTHER_AUDIENCE });
+    const token = await bench.idp.token('opaque-a', { resource: OTHER_AUDIENCE });
     const reason = expectInvalidToken(await bearer(token), 'unexpected audience');
     const outcome = await bearer(token);
     // The client is told nothing it could probe with.
@@ -155,21 +92,21 @@ describe('attacks on opaque tokens', () => {
 
   it('a made-up token is refused, and its inactive answer reused for negativeCacheSeconds', async () => {
     const { bearer, clock } = gateway({ negativeCacheSeconds: 5 });
-    const before = relay.requests;
+    const before = bench.relay.requests;
     for (let i = 0; i < 3; i += 1)
       expectInvalidToken(await bearer('made-up-token-0123456789'), 'token not active');
-    expect(relay.requests - before).toBe(1);
+    expect(bench.relay.requests - before).toBe(1);
     clock.advance(5_000);
     expectInvalidToken(await bearer('made-up-token-0123456789'), 'token not active');
-    expect(relay.requests - before).toBe(2);
+    expect(bench.relay.requests - before).toBe(2);
   });
 
   it('the endpoint down: 503 for a token not yet known, tokens known keep working until their answer expires', async () => {
     const { bearer, clock } = gateway({ cacheMaxSeconds: 30 });
-    const known = await idp.token('opaque-a');
-    const fresh = await idp.token('opaque-b');
+    const known = await bench.idp.token('opaque-a');
+    const fresh = await bench.idp.token('opaque-b');
     expectPrincipal(await bearer(known));
-    relay.down = true;
+    bench.relay.down = true;
     const outcome = await bearer(fresh);
     expect(outcome.ok ? 200 : outcome.problem.status).toBe(503);
     expect(outcome.ok ? undefined : outcome.problem.headers['retry-after']).toBe('5');
@@ -181,13 +118,13 @@ describe('attacks on opaque tokens', () => {
 
   it('many simultaneous first uses of one token make one introspection call', async () => {
     const { bearer } = gateway();
-    const token = await idp.token('opaque-b');
-    relay.delayMs = 100;
-    const before = relay.requests;
+    const token = await bench.idp.token('opaque-b');
+    bench.relay.delayMs = 100;
+    const before = bench.relay.requests;
     const outcomes = await Promise.all(Array.from({ length: 50 }, () => bearer(token)));
     for (const outcome of outcomes)
       expect(expectPrincipal(outcome).principal.customerId).toBe('cust-opaque-b');
-    expect(relay.requests - before).toBe(1);
+    expect(bench.relay.requests - before).toBe(1);
   });
 });
 
@@ -195,21 +132,21 @@ describe('JWTs and opaque tokens of one issuer side by side (acceptJwt)', () => 
   it('a JWT is verified by its signature, without an introspection call; an opaque token is introspected', async () => {
     const { bearer } = gateway(
       { acceptJwt: true },
-      { jwt: { issuer: idp.issuer, audience: AUDIENCE, jwksUrl: `${idp.issuer}/jwks` } },
+      { jwt: { issuer: bench.idp.issuer, audience: AUDIENCE, jwksUrl: `${bench.idp.issuer}/jwks` } },
     );
-    const before = relay.requests;
-    const jwt = await idp.token('client-plain');
+    const before = bench.relay.requests;
+    const jwt = await bench.idp.token('client-plain');
     expect(expectPrincipal(await bearer(jwt)).principal.customerId).toBe('cust-plain');
-    expect(relay.requests - before).toBe(0);
-    expect(expectPrincipal(await bearer(await idp.token('opaque-a'))).principal.customerId).toBe(
+    expect(bench.relay.requests - before).toBe(0);
+    expect(expectPrincipal(await bearer(await bench.idp.token('opaque-a'))).principal.customerId).toBe(
       'cust-opaque-a',
     );
-    expect(relay.requests - before).toBe(1);
+    expect(bench.relay.requests - before).toBe(1);
   });
 
   it('without acceptJwt, a JWT is introspected like any token (and oidc-provider will not introspect one)', async () => {
     const { bearer } = gateway();
-    const outcome = await bearer(await idp.token('client-plain'));
+    const outcome = await bearer(await bench.idp.token('client-plain'));
     expect(outcome.ok).toBe(false);
   });
 });
@@ -223,10 +160,10 @@ describe('revocations read from Redis', () => {
     });
     await new Promise((resolve) => redis.once('ready', resolve));
     const { bearer } = gateway({}, { redis });
-    const known = await idp.token('opaque-a');
+    const known = await bench.idp.token('opaque-a');
     expectPrincipal(await bearer(known));
     redis.disconnect();
-    const outcome = await bearer(await idp.token('opaque-b'));
+    const outcome = await bearer(await bench.idp.token('opaque-b'));
     expect(outcome.ok ? 'allowed' : outcome.reason).toBe('revocation store unavailable');
     expect(outcome.ok ? 200 : outcome.problem.status).toBe(503);
     expect(expectPrincipal(await bearer(known)).cacheHit).toBe(true);

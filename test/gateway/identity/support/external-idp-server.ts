@@ -14,7 +14,12 @@
  *   asked for the resource `https://other.api.test` is for that audience instead;
  * - `portico-gateway`: the gateway's own client at the introspection endpoint, by
  *   `client_secret_basic` (secret `portico-gateway-secret`);
- * - `portico-gateway-jwt`: the same by `private_key_jwt`, with the key printed at start.
+ * - `portico-gateway-jwt`: the same by `private_key_jwt`, with the key printed at start;
+ * - `other-api`: another resource server's client at that endpoint (an answer made for it is
+ *   not one for the gateway).
+ *
+ * Every client asking with `Accept: application/token-introspection+jwt` gets the answer as a
+ * JWT signed with the provider's key (RFC 9701, the `jwtIntrospection` feature), `aud` its id.
  *
  * Sender-constrained tokens (RFC 9449, RFC 8705): a client that sends a DPoP proof to the token
  * endpoint gets a token bound to its key (`cnf.jkt`, the `dPoP` feature). With `--mtls-cert
@@ -68,7 +73,7 @@ const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
 const provider = new Provider(issuer, {
   clients: [
-    ...[...Object.keys(CLAIMS), ...Object.keys(OPAQUE), 'portico-gateway'].map((clientId) => ({
+    ...[...Object.keys(CLAIMS), ...Object.keys(OPAQUE), 'portico-gateway', 'other-api'].map((clientId) => ({
       client_id: clientId,
       client_secret: `${clientId}-secret`,
       grant_types: ['client_credentials'],
@@ -76,6 +81,7 @@ const provider = new Provider(issuer, {
       response_types: [],
       token_endpoint_auth_method: 'client_secret_basic',
       id_token_signed_response_alg: 'ES256',
+      introspection_signed_response_alg: 'ES256',
       scope: SCOPES,
       ...(clientId === 'client-bound' ? { tls_client_certificate_bound_access_tokens: true } : {}),
     })),
@@ -87,6 +93,7 @@ const provider = new Provider(issuer, {
       token_endpoint_auth_method: 'private_key_jwt',
       token_endpoint_auth_signing_alg: 'ES256',
       id_token_signed_response_alg: 'ES256',
+      introspection_signed_response_alg: 'ES256',
       jwks: { keys: [gatewayPublicKey] },
       scope: SCOPES,
     },
@@ -97,6 +104,7 @@ const provider = new Provider(issuer, {
     devInteractions: { enabled: false },
     clientCredentials: { enabled: true },
     introspection: { enabled: true },
+    jwtIntrospection: { enabled: true },
     revocation: { enabled: true },
     dPoP: { enabled: true },
     ...(mtls

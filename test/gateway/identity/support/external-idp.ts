@@ -21,6 +21,8 @@ export interface ExternalIdp {
   token(clientId: string, options?: { scope?: string; resource?: string }): Promise<string>;
   /** Revokes a token at the provider, as its client. */
   revoke(clientId: string, token: string): Promise<void>;
+  /** The provider's introspection answer about `token`, as client `clientId` gets it (`accept`). */
+  introspect(clientId: string, token: string, accept: string): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -50,10 +52,14 @@ export async function startExternalIdp(
     mtlsOrigin?: string;
   };
 
-  async function form(path: string, clientId: string, fields: Record<string, string>) {
+  async function form(path: string, clientId: string, fields: Record<string, string>, accept = '*/*') {
     const response = await request(`${issuer}${path}`, {
       method: 'POST',
-      headers: { authorization: basic(clientId), 'content-type': 'application/x-www-form-urlencoded' },
+      headers: {
+        authorization: basic(clientId),
+        'content-type': 'application/x-www-form-urlencoded',
+        accept,
+      },
       body: new URLSearchParams(fields).toString(),
     });
     return { status: response.statusCode, text: await response.body.text() };
@@ -77,6 +83,11 @@ export async function startExternalIdp(
     async revoke(clientId, token) {
       const { status, text } = await form('/token/revocation', clientId, { token });
       if (status !== 200) throw new Error(`revocation failed: ${status} ${text}`);
+    },
+    async introspect(clientId, token, accept) {
+      const { status, text } = await form('/token/introspection', clientId, { token }, accept);
+      if (status !== 200) throw new Error(`introspection failed: ${status} ${text}`);
+      return text;
     },
     async stop() {
       if (child.exitCode !== null) return;
