@@ -11,13 +11,13 @@
  *   credentials (`newCredentials`), so a new valid token gets in; a guess that failed from
  *   there is refused unverified (issue 34 item 6). `newCredentials: 0` is the strict mode.
  */
-import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { SignJWT } from 'jose';
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { loadOrCreateDevIssuer } from '../../../gateway/identity/dev-issuer.ts';
-import { createRedisClient, waitForRedis } from '../../../shared/redis.ts';
 import { startPortico, type Portico } from '../../e2e/support/portico.ts';
+import { redisOnOwnKeys } from '../../support/own-redis-keys.ts';
 
 const customer = (name: string) => `${name}_${randomBytes(4).toString('hex')}`;
 
@@ -49,15 +49,9 @@ async function withPortico(
   run: (portico: Portico) => Promise<void>,
   newCredentials?: number,
 ): Promise<void> {
-  // Exactness is the point here: a reply late under a loaded machine must not fall back to
-  // memory (the 50 ms default; rate-limit-processes.test.ts says why).
-  const redis = createRedisClient({
-    url: inject('redisUrl'),
-    keyPrefix: `${inject('redisPrefix')}${randomUUID()}:`,
-    commandTimeoutMs: 2000,
-  });
+  // Exactness is the point here (own-redis-keys.ts says why).
+  const redis = await redisOnOwnKeys();
   clients.push(redis);
-  expect(await waitForRedis(redis)).toBe(true);
   const portico = await startPortico({
     redis,
     config: {
