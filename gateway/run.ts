@@ -17,10 +17,12 @@ import {
 } from '../shared/redis.ts';
 import { loadConfig } from './config/load.ts';
 import type { GatewayConfig } from './config/schema/gateway.ts';
-import { configVersion, watchConfigFile, type ReloadResult } from './config/reload.ts';
+import { configVersion, watchConfigFile } from './config/reload.ts';
 import { createConfigMetrics, type ConfigMetrics } from './observability/config-metrics.ts';
 import { startGateway, type Gateway } from './start.ts';
 import { createWorkerMetrics, isWorker } from './workers.ts';
+import { reloadAcrossWorkers } from './cluster-reload.ts';
+import type { ReloadAnswer } from './config/reload-summary.ts';
 import { readGatewayEnvironment } from './environment.ts';
 import { ensureDevCertificate } from './edge/tls.ts';
 import { describeTargets, routeTargets } from './config/schema/routes.ts';
@@ -56,7 +58,7 @@ export async function runGateway(env: NodeJS.ProcessEnv, log: Logger): Promise<R
     const devCertificate = hasCertificate ? undefined : await ensureDevCertificate(dataDir);
     const workerMetrics = isWorker() ? createWorkerMetrics() : undefined;
     // Bound once the watcher exists, after the gateway (its apply reconfigures the gateway).
-    let reloadConfig: (() => Promise<ReloadResult>) | undefined;
+    let reloadConfig: (() => Promise<ReloadAnswer>) | undefined;
     // Made once the gateway's registry exists; the dashboard may ask before (then: nothing yet).
     const late: { configMetrics?: ConfigMetrics } = {};
     const gateway = await startGateway(config, {
@@ -103,7 +105,11 @@ export async function runGateway(env: NodeJS.ProcessEnv, log: Logger): Promise<R
             onResult: (result) => configMetrics.reloaded(result),
           });
     if (reloader !== undefined) lifecycle.defer('config watcher', () => reloader.close());
-    if (reloader !== undefined) reloadConfig = () => reloader.reload('admin');
+    if (reloader !== undefined) {
+      const reloadHere = () => reloader.reload('admin');
+      // A worker's admin request reloads every worker, not only the one it reached.
+      reloadConfig = isWorker() ? reloadAcrossWorkers(reloadHere) : reloadHere;
+    }
 
     return {
       gateway,

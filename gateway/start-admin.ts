@@ -15,7 +15,7 @@ import { checkHost, createAdminGuard, loadAdminToken } from './admin/purge-guard
 import { createAdminServer } from './admin/server.ts';
 import { upstreamHealth } from './admin/upstream-health.ts';
 import type { BuiltGateway } from './build.ts';
-import type { ReloadResult } from './config/reload.ts';
+import type { ReloadAnswer } from './config/reload-summary.ts';
 import type { GatewayConfig } from './config/schema/gateway.ts';
 import { closeServer, listen } from './listen.ts';
 import type { ConfigState } from './observability/config-metrics.ts';
@@ -30,8 +30,11 @@ export interface AdminDeps {
    * the data dir. Without any, the purge refuses every request.
    */
   adminToken?: string;
-  /** What `POST /config/reload` runs: the config file's reload, or undefined without a file (run.ts). */
-  reloadConfig?: () => Promise<ReloadResult> | undefined;
+  /**
+   * What `POST /config/reload` runs: the config file's reload (of every worker under
+   * GATEWAY_WORKERS), or undefined without a file (run.ts).
+   */
+  reloadConfig?: () => Promise<ReloadAnswer> | undefined;
   /** The dashboard chart's sampling interval (admin/traffic-history.ts; 10 s): tests shorten it. */
   dashboardHistoryMs?: number;
   /** The config version running and the last reload, for the dashboard (run.ts). */

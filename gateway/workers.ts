@@ -10,8 +10,9 @@
  * watch, worker-orphan-watch.ts, preloaded by the primary). A worker that
  * dies before it listens is a start that cannot work (a bad config): the primary stops all
  * rather than restart it forever. `/metrics`, answered by whichever worker the admin
- * connection reaches, is the sum of all workers, collected by the primary (prom-client's
- * AggregatorRegistry).
+ * connection reaches, aggregates all workers, collected by the primary (prom-client's
+ * AggregatorRegistry: a sum, unless a metric names its own aggregation). `POST /config/reload`,
+ * likewise, reloads every worker through the primary (cluster-reload.ts).
  */
 import cluster, { type Worker } from 'node:cluster';
 import { availableParallelism } from 'node:os';
@@ -20,6 +21,8 @@ import { AggregatorRegistry, type Registry } from 'prom-client';
 import { armExitDeadline } from '../shared/exit-deadline.ts';
 import { redisTargetFromEnv } from '../shared/redis.ts';
 import { PRIMARY_PID_VARIABLE, WORKER_SLOT_VARIABLE } from '../shared/worker-slot.ts';
+import { RELOAD_ALL, reloadEveryWorker } from './cluster-reload.ts';
+import { answerWorker, askPrimary } from './worker-channel.ts';
 
 const READY = 'portico:worker-ready';
 const METRICS_REQUEST = 'portico:metrics-request';
@@ -27,10 +30,11 @@ const METRICS_REPLY = 'portico:metrics-reply';
 /** A worker that waits longer than this for the sum of all workers answers with an error. */
 const METRICS_TIMEOUT_MS = 5000;
 
+/** What a worker tells or asks its primary. */
 type Message =
   | { type: typeof READY }
   | { type: typeof METRICS_REQUEST; id: number }
-  | { type: typeof METRICS_REPLY; id: number; text?: string; error?: string };
+  | { type: typeof RELOAD_ALL.request; id: number };
 
 /** GATEWAY_WORKERS: unset or empty is 1, `auto` one per core; anything else must be a count. */
 export function workerCount(env: NodeJS.ProcessEnv): number {
@@ -60,34 +64,17 @@ export interface WorkerMetrics {
 }
 
 export function createWorkerMetrics(): WorkerMetrics {
-  const waiting = new Map<number, { resolve(text: string): void; reject(error: Error): void }>();
-  let next = 0;
-  process.on('message', (message: Message) => {
-    if (message.type !== METRICS_REPLY) return;
-    const waiter = waiting.get(message.id);
-    waiting.delete(message.id);
-    if (message.text !== undefined) waiter?.resolve(message.text);
-    else waiter?.reject(new Error(message.error ?? 'no metrics'));
-  });
   return {
     share(registry) {
       // Constructing one registers prom-client's worker side of the collection.
       new AggregatorRegistry();
       AggregatorRegistry.setRegistries([registry]);
     },
-    text: () =>
-      new Promise((resolve, reject) => {
-        const id = next++;
-        const timer = setTimeout(() => {
-          waiting.delete(id);
-          reject(new Error("the primary did not answer with the workers' metrics"));
-        }, METRICS_TIMEOUT_MS);
-        waiting.set(id, {
-          resolve: (text) => (clearTimeout(timer), resolve(text)),
-          reject: (error) => (clearTimeout(timer), reject(error)),
-        });
-        process.send?.({ type: METRICS_REQUEST, id } satisfies Message);
-      }),
+    text: askPrimary<string>(
+      { request: METRICS_REQUEST, reply: METRICS_REPLY },
+      METRICS_TIMEOUT_MS,
+      "the primary did not answer with the workers' metrics",
+    ),
   };
 }
 
@@ -161,7 +148,10 @@ class Primary {
     this.#slots.set(worker.id, slot);
     worker.on('message', (message: Message) => {
       if (message.type === READY) this.#onReady(worker);
-      if (message.type === METRICS_REQUEST) this.#answerMetrics(worker, message.id);
+      if (message.type === METRICS_REQUEST)
+        answerWorker(worker, METRICS_REPLY, message.id, this.#aggregator.clusterMetrics());
+      if (message.type === RELOAD_ALL.request)
+        answerWorker(worker, RELOAD_ALL.reply, message.id, reloadEveryWorker(this.#live()));
     });
   }
 
@@ -219,11 +209,11 @@ class Primary {
     if (this.#ready.size === this.count) this.log.info({ workers: this.count }, 'gateway workers listening');
   }
 
-  #answerMetrics(worker: Worker, id: number): void {
-    this.#aggregator.clusterMetrics().then(
-      (text) => worker.send({ type: METRICS_REPLY, id, text } satisfies Message),
-      (error: Error) => worker.send({ type: METRICS_REPLY, id, error: error.message } satisfies Message),
-    );
+  /** The workers that listen and have not exited, each with its slot. */
+  #live(): { worker: Worker; slot: number }[] {
+    return workers()
+      .filter((worker) => this.#ready.has(worker.id))
+      .map((worker) => ({ worker, slot: this.#slots.get(worker.id) ?? 1 }));
   }
 }
 

@@ -17,16 +17,22 @@ the data dir's admin-token), and prints the result: what was applied (routes, up
 CORS, limits... run on a new pipeline; requests in flight finish on the old one), the keys that
 need a restart (listener, admin, cache, tracing.otlp), or every problem of a refused file or of
 a pipeline that could not be built. The file's version (a digest) and the last result are also on
-/metrics (portico_config_info, portico_config_last_reload_success).
+/metrics (portico_config_info, portico_config_last_reload_success). Under GATEWAY_WORKERS every
+worker reloads, and each one's result follows on a line of its own.
 
-Exit status: 0 applied or unchanged, 1 refused or not done (no gateway, no config file), 2 usage.`);
+Exit status: 0 applied or unchanged, 1 refused (by any worker), incomplete (a worker did not answer)
+or not done (no gateway, no config file), 2 usage.`);
 if (process.argv.length > 2) usageError('reload', USAGE, `unexpected argument ${process.argv[2]}`);
 
-/** The gateway's ReloadResult (gateway/config/reload.ts), as far as this prints it. */
+/**
+ * The gateway's answer (gateway/config/reload-summary.ts), as far as this prints it: one process's
+ * result, or with `workers`, every worker's.
+ */
 interface Result {
   outcome: string;
   message?: string;
   problems?: string[];
+  workers?: { worker: number; pid: number; message: string }[];
 }
 
 const env = process.env;
@@ -65,10 +71,15 @@ try {
   fail(`no gateway answered at ${url}: ${cause?.message ?? (error as Error).message}`);
 }
 const result = (await response.json().catch(() => ({ outcome: `HTTP ${response.status}` }))) as Result;
+/** Each worker's own result under GATEWAY_WORKERS, one line each, under the summary. */
+const perWorker = (result.workers ?? [])
+  .map((worker) => `  worker ${worker.worker} (pid ${worker.pid}): ${worker.message}\n`)
+  .join('');
 if (result.outcome === 'applied' || result.outcome === 'unchanged') {
-  process.stdout.write(`${result.message}\n`);
-} else if (result.outcome === 'refused') {
-  process.stderr.write(`${result.message}\n${(result.problems ?? []).map((p) => `  ${p}\n`).join('')}`);
+  process.stdout.write(`${result.message}\n${perWorker}`);
+} else if (result.outcome === 'refused' || result.outcome === 'incomplete') {
+  const problems = (result.problems ?? []).map((p) => `  ${p}\n`).join('');
+  process.stderr.write(`${result.message}\n${problems}${perWorker}`);
   process.exitCode = 1;
 } else {
   const detail =

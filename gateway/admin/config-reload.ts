@@ -3,11 +3,13 @@
  * answers what happened (`npm run -s reload` prints it and exits by it). It changes the
  * gateway, so only a request the admin guard lets through (purge-guard.ts: token, own Host and
  * Origin, JSON) reloads. 200 applied or unchanged, 422 refused (the running config stays),
- * 409 when the gateway runs without a config file.
+ * 409 when the gateway runs without a config file. Under GATEWAY_WORKERS every worker reloads
+ * and the answer says what each did (config/reload-summary.ts): 422 when any refused, 504 when
+ * none did but one did not answer in time.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HttpProblem, sendProblem } from '../../shared/errors.ts';
-import type { ReloadResult } from '../config/reload.ts';
+import type { ReloadAnswer } from '../config/reload-summary.ts';
 
 export const RELOAD_PATH = '/config/reload';
 
@@ -16,7 +18,7 @@ export function handleConfigReload(
   req: IncomingMessage,
   res: ServerResponse,
   guard: (req: IncomingMessage) => HttpProblem | undefined,
-  reload: () => Promise<ReloadResult> | undefined,
+  reload: () => Promise<ReloadAnswer> | undefined,
 ): boolean {
   if ((req.url ?? '/').split('?', 1)[0] !== RELOAD_PATH) return false;
   req.resume();
@@ -36,8 +38,11 @@ export function handleConfigReload(
   return true;
 }
 
-async function answer(res: ServerResponse, running: Promise<ReloadResult> | undefined): Promise<void> {
-  let result: ReloadResult | undefined;
+/** The answer's status by outcome: a refusal anywhere is the client's file; silence is a timeout. */
+const STATUS = { applied: 200, unchanged: 200, refused: 422, incomplete: 504 } as const;
+
+async function answer(res: ServerResponse, running: Promise<ReloadAnswer> | undefined): Promise<void> {
+  let result: ReloadAnswer | undefined;
   try {
     result = await running;
   } catch (error) {
@@ -45,7 +50,7 @@ async function answer(res: ServerResponse, running: Promise<ReloadResult> | unde
     sendProblem(res, new HttpProblem('ERR_INTERNAL', `the reload failed: ${(error as Error).message}`));
     return;
   }
-  const status = result === undefined ? 409 : result.outcome === 'refused' ? 422 : 200;
+  const status = result === undefined ? 409 : STATUS[result.outcome];
   res.writeHead(status, { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' });
   res.end(JSON.stringify(result ?? { outcome: 'no config file', problems: ['PORTICO_CONFIG is not set'] }));
 }

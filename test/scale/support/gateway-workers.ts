@@ -24,12 +24,13 @@ export async function onNewConnections(
   port: number,
   authorization: string,
   count: number,
+  path = '/v1/orders',
 ): Promise<number[]> {
   return Promise.all(
     Array.from({ length: count }, async () => {
       const agent = new Agent({ connect: { rejectUnauthorized: false, servername: 'localhost' } });
       try {
-        const response = await request(`https://localhost:${port}/v1/orders`, {
+        const response = await request(`https://localhost:${port}${path}`, {
           headers: { authorization },
           dispatcher: agent,
         });
