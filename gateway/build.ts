@@ -318,7 +318,7 @@ function buildGeneration(
     });
     lifecycle.defer('upstream health checks', () => routeUpstreams.close());
     const authenticator = needsAuthenticator(config, options)
-      ? createAuthenticator(config.auth, authDeps(deps))
+      ? createAuthenticator(config.auth, { ...authDeps(deps), registry: metrics.registry })
       : undefined;
     if (authenticator !== undefined) lifecycle.defer('authenticator', () => authenticator.close());
     shared.websockets.prune();

@@ -14,6 +14,7 @@ import { hash as digest } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { RedisClient } from '../../shared/redis.ts';
 import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
 import { LRUCache } from 'lru-cache';
 import type { HttpProblem } from '../../shared/errors.ts';
 import { knownScopes, type Principal } from '../../shared/principal.ts';
@@ -31,6 +32,7 @@ import { admitAll, countedOnce, judged, type VerifyGate } from './verify-gate.ts
 import { checkAuthConfig, type AuthConfig } from '../config/schema/identity.ts';
 import { introspectionAnswerKeys, jwtTokens } from './jwt-tokens.ts';
 import type { IntrospectionFetch } from './introspection/endpoint.ts';
+import { introspectionMetrics } from './introspection/metrics.ts';
 import { createOpaqueTokens, eitherKind, type BearerVerifier } from './introspection/opaque-tokens.ts';
 import { loadAssertionKeys } from '../../shared/assertion-keys.ts';
 import type { HmacKey } from '../../shared/data-dir-secrets.ts';
@@ -65,6 +67,8 @@ export interface AuthenticatorDeps {
   fetch?: JwksFetch;
   /** Fetch for the introspection endpoint, likewise. */
   introspectionFetch?: IntrospectionFetch;
+  /** The gateway's metrics, which introspection calls and cache hits are counted into. */
+  registry?: Registry;
   /** Defaults to process.env; read for PORTICO_APIKEY_SIGNING_KEYS and the introspection secret. */
   env?: NodeJS.ProcessEnv;
   /** Epoch milliseconds; injectable so tests move time instead of waiting. */
@@ -129,6 +133,7 @@ export function createAuthenticator(config: AuthConfig, deps: AuthenticatorDeps)
           ...(deps.introspectionFetch === undefined ? {} : { fetch: deps.introspectionFetch }),
           ...(deps.redis === undefined ? {} : { redis: deps.redis }),
           ...(answerKeys === undefined ? {} : { answerKeys }),
+          ...(deps.registry === undefined ? {} : { metrics: introspectionMetrics(deps.registry) }),
         });
   const bearer =
     jwtVerifier === undefined

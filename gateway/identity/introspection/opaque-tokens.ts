@@ -13,6 +13,7 @@ import type { TokenResult } from '../claims/token-result.ts';
 import { answerJudge } from './answer.ts';
 import { loadClientCredential } from './client-credential.ts';
 import { introspectionEndpoint, type IntrospectionFetch } from './endpoint.ts';
+import type { IntrospectionMetrics } from './metrics.ts';
 import { watchRevocations, type Revocations } from './revocations.ts';
 import { signedAnswerReader, type AnswerKeys } from './signed-answer.ts';
 import { createIntrospectionVerifier, type IntrospectionVerifier } from './verifier.ts';
@@ -26,6 +27,7 @@ export interface OpaqueTokenDeps {
   redis?: RedisClient;
   /** The issuer's keys, for answers asked for as signed JWTs (`jwtResponse`); closed with these. */
   answerKeys?: AnswerKeys;
+  metrics?: IntrospectionMetrics;
 }
 
 export function createOpaqueTokens(
@@ -82,6 +84,7 @@ export function createOpaqueTokens(
     cacheMaxEntries: config.cacheMaxEntries,
     maxTokenBytes: jwt.maxTokenBytes,
     now: deps.now,
+    ...(deps.metrics === undefined ? {} : { metrics: deps.metrics }),
   });
   return {
     known: verifier.known,

@@ -12,6 +12,7 @@ import type { Principal } from '../../../shared/principal.ts';
 import type { TokenResult } from '../claims/token-result.ts';
 import type { AnswerMeaning } from './answer.ts';
 import type { IntrospectionCall } from './endpoint.ts';
+import { NO_INTROSPECTION_METRICS, type CallOutcome, type IntrospectionMetrics } from './metrics.ts';
 import type { Revocations } from './revocations.ts';
 
 export interface IntrospectionVerifierOptions {
@@ -24,6 +25,7 @@ export interface IntrospectionVerifierOptions {
   now: () => number;
   /** Revocations made through the gateway (Redis); none without Redis. */
   revocations?: Revocations;
+  metrics?: IntrospectionMetrics;
 }
 
 /** A remembered answer: the principal of an active token, or why it was refused. */
@@ -44,6 +46,7 @@ export const tokenDigest = (token: string): string => digest('sha256', token, 'b
 
 export function createIntrospectionVerifier(options: IntrospectionVerifierOptions): IntrospectionVerifier {
   const { now } = options;
+  const metrics = options.metrics ?? NO_INTROSPECTION_METRICS;
   const answers = new LRUCache<string, Remembered>({ max: options.cacheMaxEntries });
   const inFlight = new Map<string, Promise<TokenResult>>();
 
@@ -55,11 +58,24 @@ export function createIntrospectionVerifier(options: IntrospectionVerifierOption
     return undefined;
   }
 
+  /** One call, counted by how it ended and timed (the call alone: the revocation read overlaps it). */
   async function introspect(id: string, token: string): Promise<TokenResult> {
+    const started = performance.now();
+    let seconds = 0;
+    const call = options.introspect(token).then((answer) => {
+      seconds = (performance.now() - started) / 1000;
+      return answer;
+    });
+    const result = await judgeCall(id, call);
+    metrics.called(outcomeOf(result), seconds);
+    return result;
+  }
+
+  async function judgeCall(id: string, calling: Promise<IntrospectionCall>): Promise<TokenResult> {
     const { revocations } = options;
     // Asked side by side: the revocation record costs no time beside the endpoint's answer.
     const [call, revoked] = await Promise.all([
-      options.introspect(token),
+      calling,
       revocations === undefined ? false : revocations.isRevoked(id).catch(() => undefined),
     ]);
     // Fail closed: a revoked token must not slip through while its record cannot be read.
@@ -85,7 +101,9 @@ export function createIntrospectionVerifier(options: IntrospectionVerifierOption
   return {
     known(token) {
       if (token.length > options.maxTokenBytes) return undefined;
-      return remembered(tokenDigest(token))?.principal;
+      const principal = remembered(tokenDigest(token))?.principal;
+      if (principal !== undefined) metrics.remembered();
+      return principal;
     },
 
     async verify(token) {
@@ -93,6 +111,7 @@ export function createIntrospectionVerifier(options: IntrospectionVerifierOption
         return { ok: false, kind: 'invalid', reason: 'token too large' };
       const id = tokenDigest(token);
       const entry = remembered(id);
+      if (entry !== undefined) metrics.remembered();
       if (entry?.principal !== undefined) return { ok: true, principal: entry.principal, cacheHit: true };
       if (entry !== undefined) return { ok: false, kind: 'invalid', reason: entry.reason };
       const running = inFlight.get(id);
@@ -114,4 +133,9 @@ export function createIntrospectionVerifier(options: IntrospectionVerifierOption
       answers.clear();
     },
   };
+}
+
+function outcomeOf(result: TokenResult): CallOutcome {
+  if (result.ok) return 'active';
+  return result.kind === 'unavailable' ? 'error' : 'inactive';
 }

@@ -1,9 +1,9 @@
 /**
  * Opaque tokens through a whole gateway (HTTPS, Redis), against oidc-provider in its own
  * process, through a relay that counts the introspection calls: the rate limit keys the caller
- * of an opaque token on its subject and customer exactly as a JWT's, and the
- * failed-authentication throttle counts bad opaque tokens as bad JWTs (and over the limit
- * refuses them without asking the provider).
+ * of an opaque token on its subject and customer exactly as a JWT's, the failed-authentication
+ * throttle counts bad opaque tokens as bad JWTs (and over the limit refuses them without asking
+ * the provider), and /metrics counts the calls by outcome, the cache hits and the call time.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -44,7 +44,7 @@ afterAll(async () => {
  */
 async function withGateway(
   rateLimits: Record<string, unknown>,
-  run: (call: (token: string) => Promise<Reply>) => Promise<void>,
+  run: (call: (token: string) => Promise<Reply>, metrics: () => Promise<string>) => Promise<void>,
 ): Promise<void> {
   const redis = await redisOnOwnKeys();
   clients.push(redis);
@@ -81,8 +81,9 @@ async function withGateway(
     await response.body.dump();
     return { status: response.statusCode, headers: response.headers };
   };
+  const metrics = async () => (await request(`${gateway.adminOrigin}/metrics`)).body.text();
   try {
-    await run(call);
+    await run(call, metrics);
   } finally {
     await gateway.close();
   }
@@ -143,6 +144,32 @@ describe('the failed-authentication throttle, for opaque tokens as for JWTs', ()
       // The token known good from this address is not locked out; a new one waits.
       expect((await call(good)).status).toBe(200);
       expect((await call(await idp.token('opaque-b'))).status).toBe(429);
+    });
+  });
+});
+
+describe('introspection metrics in /metrics', () => {
+  it('count calls by outcome, cache hits and the time calls took', async () => {
+    await withGateway({}, async (call, metrics) => {
+      const token = await idp.token('opaque-a');
+      expect((await call(token)).status).toBe(200);
+      expect((await call(token)).status).toBe(200);
+      const madeUp = `made-up-${randomUUID()}`;
+      expect((await call(madeUp)).status).toBe(401);
+      expect((await call(madeUp)).status).toBe(401);
+      relay.down = true;
+      try {
+        expect((await call(await idp.token('opaque-b'))).status).toBe(503);
+      } finally {
+        relay.down = false;
+      }
+      const text = await metrics();
+      expect(text).toContain('portico_introspection_calls_total{outcome="active"} 1');
+      expect(text).toContain('portico_introspection_calls_total{outcome="inactive"} 1');
+      expect(text).toContain('portico_introspection_calls_total{outcome="error"} 1');
+      // The second use of each: one active answer, one inactive one, both remembered.
+      expect(text).toContain('portico_introspection_cache_hits_total 2');
+      expect(text).toContain('portico_introspection_call_duration_seconds_count 3');
     });
   });
 });
