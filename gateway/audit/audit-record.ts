@@ -54,10 +54,15 @@ export interface AuditEntry {
   authReason?: string | undefined;
   /**
    * How the caller's token was bound, for an authenticated request: `none` (a bearer token, an
-   * API key), `dpop` with the proof key's thumbprint, `mtls` with the certificate's.
+   * API key), `dpop` with the proof key's thumbprint, `mtls` with the certificate's, or
+   * `dpop+mtls` with both (a token bound both ways, each checked).
    */
   authBinding?:
-    { method: 'none' } | { method: 'dpop'; jkt: string } | { method: 'mtls'; 'x5t#S256': string } | undefined;
+    | { method: 'none' }
+    | { method: 'dpop'; jkt: string }
+    | { method: 'mtls'; 'x5t#S256': string }
+    | { method: 'dpop+mtls'; jkt: string; 'x5t#S256': string }
+    | undefined;
   /** Outcome of the rate-limit stage once it exists, e.g. `allowed`, `limited`. */
   rateLimit?: string | undefined;
   /** Outcome of the cache stage once it exists, e.g. `hit`, `miss`, `stale`. */
@@ -102,9 +107,12 @@ function text(value: string | number | undefined): string | undefined {
 
 function binding(bound: AuditEntry['authBinding']): Record<string, string | undefined> | undefined {
   if (bound === undefined) return undefined;
-  if (bound.method === 'dpop') return { method: 'dpop', jkt: text(bound.jkt) };
-  if (bound.method === 'mtls') return { method: 'mtls', 'x5t#S256': text(bound['x5t#S256']) };
-  return { method: 'none' };
+  if (bound.method === 'none') return { method: 'none' };
+  return {
+    method: bound.method,
+    ...('jkt' in bound ? { jkt: text(bound.jkt) } : {}),
+    ...('x5t#S256' in bound ? { 'x5t#S256': text(bound['x5t#S256']) } : {}),
+  };
 }
 
 /** Where a record sits: its chain (absent for the unnamed one), its number and its predecessor. */

@@ -63,9 +63,12 @@ export function createRequestAccounting(deps: {
 
 /** How the principal's token was bound, as the audit record states it (its `cnf`, checked). */
 function bindingOf(principal: Principal): AuditEntry['authBinding'] {
-  const cnf = principal.cnf;
-  if (cnf?.jkt !== undefined) return { method: 'dpop', jkt: cnf.jkt };
-  if (cnf?.['x5t#S256'] !== undefined) return { method: 'mtls', 'x5t#S256': cnf['x5t#S256'] };
+  const jkt = principal.cnf?.jkt;
+  const x5t = principal.cnf?.['x5t#S256'];
+  // Bound both ways, both were checked (sender-check.ts): the record names both.
+  if (jkt !== undefined && x5t !== undefined) return { method: 'dpop+mtls', jkt, 'x5t#S256': x5t };
+  if (jkt !== undefined) return { method: 'dpop', jkt };
+  if (x5t !== undefined) return { method: 'mtls', 'x5t#S256': x5t };
   return NOT_BOUND;
 }
 const NOT_BOUND = Object.freeze({ method: 'none' as const });
