@@ -1,14 +1,15 @@
 /**
- * The listening side of publish/subscribe (cache invalidations) in a Redis Cluster.
+ * The listening side of publish/subscribe (cache invalidations, introspection revocations) in a
+ * Redis Cluster.
  *
  * A cluster hands every PUBLISH to every node, so one connection to any node hears the
  * whole channel. ioredis's own cluster subscriber also moves to another node when its node
  * dies, but silently: the messages published in between are lost and nobody is told, so a
  * cache would keep serving what another replica invalidated in that gap. This one says so:
  * `close` when its node is lost, `ready` on the next node, on which the caller subscribes again
- * (and, for the cache, forgets what it holds). Sharded pub/sub (SSUBSCRIBE) would send each
- * message to one shard only, but ioredis hides its failovers in the same way, and the
- * invalidations are few.
+ * (and, as live-subscription.ts says, the listener forgets what it kept). Sharded pub/sub
+ * (SSUBSCRIBE) would send each message to one shard only, but ioredis hides its failovers in the
+ * same way, and the messages are few.
  */
 import { EventEmitter } from 'node:events';
 import { Redis, type Cluster } from 'ioredis';
@@ -31,6 +32,7 @@ export interface SubscriberConnection {
   on(event: 'ready' | 'close' | 'end', listener: () => void): unknown;
   on(event: 'message', listener: (channel: string, message: string) => void): unknown;
   off(event: 'ready' | 'close' | 'end', listener: () => void): unknown;
+  off(event: 'message', listener: (channel: string, message: string) => void): unknown;
   disconnect(): void;
 }
 

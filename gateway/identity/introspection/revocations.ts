@@ -2,15 +2,21 @@
  * Revoking an opaque token at the gateway, on every replica at once: its digest is written to
  * Redis (kept until any token it could be has expired) and published, so every replica drops
  * its cached answer the moment the message arrives, and a replica introspecting the token
- * later reads the record and refuses it whatever the identity provider answers. A replica
- * whose subscription was interrupted may have missed a revocation: it forgets every cached
- * answer when it is back. As with API keys, a revocation that cannot be read fails closed.
+ * later reads the record and refuses it whatever the identity provider answers. As with API
+ * keys, a revocation that cannot be read fails closed.
+ *
+ * A replica may miss a message: its subscription is lost, or its link to Redis goes silent
+ * without closing. The subscription (shared/live-subscription.ts, as the cache invalidation bus)
+ * proves it keeps hearing by PINGs; while it cannot (`live()` false, within about a second of
+ * the silence) a cached answer counts only once the record says the token is not revoked, and
+ * when the subscription is back after a gap every cached answer is forgotten.
  *
  * JWTs are not revoked here: a JWT's own `exp` (bounded by auth.jwt.maxLifetimeSeconds) and
  * the issuer's key rotation are what end one, as before.
  */
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
+import { subscribeLive } from '../../../shared/live-subscription.ts';
 import { createSubscriber, type RedisClient, type SubscriberConnection } from '../../../shared/redis.ts';
 
 /** Redis key of a revoked digest, under the client's keyPrefix. */
@@ -41,6 +47,8 @@ export interface Revocations {
   isRevoked(tokenDigest: string): Promise<boolean>;
   /** Revoked as far as this process heard: no I/O, for answers arriving after the message. */
   heardOf(tokenDigest: string): boolean;
+  /** Every revocation published up to LIVE_WINDOW_MS ago has been heard: cached answers hold. */
+  live(): boolean;
   close(): void;
 }
 
@@ -51,36 +59,38 @@ export interface RevocationListener {
   missed(): void;
 }
 
+/**
+ * Listens for revocations on a connection of its own (`subscriber`, made from `redis` unless
+ * given), which it closes with itself.
+ */
 export function watchRevocations(
   redis: RedisClient,
   listener: RevocationListener,
   logger: Logger,
+  subscriber: SubscriberConnection = createSubscriber(redis),
 ): Revocations {
   const heard = new LRUCache<string, true>({ max: LOCAL_REVOCATIONS });
-  const channel = revocationChannel(redis);
-  const subscriber: SubscriberConnection = createSubscriber(redis);
-  let subscribedOnce = false;
-
-  let closed = false;
-  const subscribe = () => {
-    if (closed) return;
-    subscriber.subscribe(channel).then(
-      () => {
-        // Back after a gap: whatever was published meanwhile is lost, so nothing cached is trusted.
-        if (subscribedOnce) listener.missed();
-        subscribedOnce = true;
+  const subscription = subscribeLive(
+    {
+      subscriber,
+      channel: revocationChannel(redis),
+      log: logger,
+      words: {
+        name: 'introspection revocations',
+        whileSilent: 'cached answers are checked against the revocation records',
+        whenBack: 'cached answers hold again',
       },
-      (error: unknown) =>
-        logger.warn({ err: (error as Error).message }, 'introspection revocations: subscribe failed'),
-    );
-  };
-  subscriber.on('ready', subscribe);
-  if (subscriber.status === 'ready') subscribe();
-  subscriber.on('message', (from, message) => {
-    if (from !== channel || !isTokenDigest(message)) return;
-    heard.set(message, true);
-    listener.revoked(message);
-  });
+    },
+    {
+      message(text) {
+        if (!isTokenDigest(text)) return;
+        heard.set(text, true);
+        listener.revoked(text);
+      },
+      // Back after a gap: whatever was published meanwhile is lost, so nothing cached is trusted.
+      resubscribed: () => listener.missed(),
+    },
+  );
 
   return {
     async isRevoked(tokenDigest) {
@@ -88,9 +98,9 @@ export function watchRevocations(
       return (await redis.exists(revokedKey(tokenDigest))) === 1;
     },
     heardOf: (tokenDigest) => heard.has(tokenDigest),
+    live: () => subscription.live(),
     close() {
-      closed = true;
-      subscriber.off('ready', subscribe);
+      void subscription.close();
       subscriber.disconnect();
     },
   };
