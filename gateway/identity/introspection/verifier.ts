@@ -5,6 +5,11 @@
  * `negativeCacheSeconds`. However many requests bring a new token at once, it is introspected
  * once: the others wait for that answer. The endpoint down is a 503 for tokens not yet known,
  * never an "allow"; tokens known keep working until their answer expires.
+ *
+ * With revocations through Redis, a remembered active answer is trusted as it is only while the
+ * revocation channel is live (revocations.ts): otherwise a revocation may be on its way, so the
+ * answer counts once the token's revocation record is read and absent, and the record unreadable
+ * is a 503, as for a token not yet known.
  */
 import { hash as digest } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
@@ -49,6 +54,8 @@ export function createIntrospectionVerifier(options: IntrospectionVerifierOption
   const metrics = options.metrics ?? NO_INTROSPECTION_METRICS;
   const answers = new LRUCache<string, Remembered>({ max: options.cacheMaxEntries });
   const inFlight = new Map<string, Promise<TokenResult>>();
+  // Without Redis there are no revocations through the gateway to miss.
+  const heardEverything = () => options.revocations?.live() ?? true;
 
   function remembered(id: string): Remembered | undefined {
     const entry = answers.get(id);
@@ -56,6 +63,16 @@ export function createIntrospectionVerifier(options: IntrospectionVerifierOption
     if (now() < entry.until) return entry;
     answers.delete(id);
     return undefined;
+  }
+
+  /** A remembered active answer while revocations may have gone unheard: the record decides. */
+  async function confirmed(id: string, principal: Principal): Promise<TokenResult> {
+    const revoked = await options.revocations?.isRevoked(id).catch(() => undefined);
+    if (revoked === undefined)
+      return { ok: false, kind: 'unavailable', reason: 'revocation store unavailable' };
+    if (!revoked) return { ok: true, principal, cacheHit: true };
+    answers.delete(id);
+    return { ok: false, kind: 'invalid', reason: 'token revoked' };
   }
 
   /** One call, counted by how it ended and timed (the call alone: the revocation read overlaps it). */
@@ -100,7 +117,7 @@ export function createIntrospectionVerifier(options: IntrospectionVerifierOption
 
   return {
     known(token) {
-      if (token.length > options.maxTokenBytes) return undefined;
+      if (token.length > options.maxTokenBytes || !heardEverything()) return undefined;
       const principal = remembered(tokenDigest(token))?.principal;
       if (principal !== undefined) metrics.remembered();
       return principal;
@@ -112,7 +129,10 @@ export function createIntrospectionVerifier(options: IntrospectionVerifierOption
       const id = tokenDigest(token);
       const entry = remembered(id);
       if (entry !== undefined) metrics.remembered();
-      if (entry?.principal !== undefined) return { ok: true, principal: entry.principal, cacheHit: true };
+      if (entry?.principal !== undefined)
+        return heardEverything()
+          ? { ok: true, principal: entry.principal, cacheHit: true }
+          : confirmed(id, entry.principal);
       if (entry !== undefined) return { ok: false, kind: 'invalid', reason: entry.reason };
       const running = inFlight.get(id);
       if (running !== undefined) return running;

@@ -7,6 +7,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { describe, expect, inject, it } from 'vitest';
 import { OTHER_AUDIENCE } from './support/external-idp-server.ts';
@@ -159,9 +160,16 @@ describe('revocations read from Redis', () => {
       commandTimeout: 2000,
     });
     await new Promise((resolve) => redis.once('ready', resolve));
-    const { bearer } = gateway({}, { redis });
+    const { auth, bearer } = gateway({}, { redis });
     const known = await bench.idp.token('opaque-a');
     expectPrincipal(await bearer(known));
+    // The revocation listener subscribes on a connection of its own, in the background: a cached
+    // answer is taken as it is once the listener hears (revocations.ts), a few ms after start.
+    const deadline = performance.now() + 5000;
+    while (auth.knownBearer({ authorization: `Bearer ${known}` }, '/v1/orders') === undefined) {
+      if (performance.now() > deadline) throw new Error('the revocation listener did not subscribe in 5 s');
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
     redis.disconnect();
     const outcome = await bearer(await bench.idp.token('opaque-b'));
     expect(outcome.ok ? 'allowed' : outcome.reason).toBe('revocation store unavailable');
