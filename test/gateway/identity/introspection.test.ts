@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { describe, expect, inject, it } from 'vitest';
-import { OTHER_AUDIENCE } from './support/external-idp-server.ts';
+import { OTHER_AUDIENCE } from './support/idp-audiences.ts';
 import { expectInvalidToken, expectPrincipal, tempDir } from './support/fixtures.ts';
 import { AUDIENCE, useIntrospectionBench } from './support/introspecting.ts';
 

@@ -38,9 +38,8 @@ import { parseArgs } from 'node:util';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair } from 'jose';
 import Provider from 'oidc-provider';
+import { AUDIENCE, OTHER_AUDIENCE } from './idp-audiences.ts';
 
-export const AUDIENCE = 'https://api.portico.test';
-export const OTHER_AUDIENCE = 'https://other.api.test';
 const SCOPES = 'orders:read orders:write payments:write invoices:read admin';
 
 const CLAIMS: Record<string, Record<string, unknown>> = {

@@ -7,9 +7,10 @@ import { afterAll, afterEach, beforeAll } from 'vitest';
 import { createAuthenticator, type Authenticator } from '../../../../gateway/identity/authenticate.ts';
 import { startExternalIdp, type ExternalIdp } from './external-idp.ts';
 import { authConfig, memoryLogger, tempDir, testClock } from './fixtures.ts';
+import { AUDIENCE } from './idp-audiences.ts';
 import { startRelay, type Relay } from './relay.ts';
 
-export const AUDIENCE = 'https://api.portico.test';
+export { AUDIENCE };
 export const GATEWAY_SECRET = 'portico-gateway-secret';
 
 export interface IntrospectingOptions {
