@@ -92,7 +92,10 @@ export interface Authenticator {
    * authenticate()", which decides everything else, this case included.
    */
   knownBearer(headers: IncomingHttpHeaders, url: string): Principal | undefined;
-  /** True once issuer keys are usable (always for a JWKS file or the development issuer). */
+  /**
+   * True once issuer keys are usable (always for a JWKS file or the development issuer): those
+   * of JWTs, and those of signed introspection answers.
+   */
   ready(): boolean;
   /** Every API key's record (no secret), for the dashboard; undefined when API keys are off. */
   apiKeyRecords?(): Promise<ApiKeyRecord[]> | undefined;
@@ -250,7 +253,7 @@ class EdgeAuthenticator implements Authenticator {
   }
 
   ready(): boolean {
-    return this.keys?.ready() ?? true;
+    return (this.keys?.ready() ?? true) && (this.verifier.ready?.() ?? true);
   }
 
   close(): void {

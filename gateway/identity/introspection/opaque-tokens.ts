@@ -89,6 +89,7 @@ export function createOpaqueTokens(
   return {
     known: verifier.known,
     verify: verifier.verify,
+    ready: () => deps.answerKeys?.ready() ?? true,
     close: () => {
       revocations?.close();
       deps.answerKeys?.close();
@@ -115,6 +116,8 @@ function signedAnswers(config: IntrospectionConfig, jwt: JwtConfig, deps: Opaque
 export interface BearerVerifier {
   known(token: string): Principal | undefined;
   verify(token: string): Promise<TokenResult>;
+  /** False while keys it needs are not loaded (signed introspection answers); true if none. */
+  ready?(): boolean;
   /** Stops what it runs in the background (a subscription). */
   close?(): void;
 }
@@ -131,6 +134,7 @@ export function eitherKind(jwt: BearerVerifier, opaque: BearerVerifier): BearerV
     // Shape only on the fast path: a token in either cache was sorted the same way before.
     known: (token) => (COMPACT_JWS.test(token) ? jwt.known(token) : opaque.known(token)),
     verify: (token) => (parsesAsJws(token) ? jwt.verify(token) : opaque.verify(token)),
+    ready: () => opaque.ready?.() ?? true,
     close: () => opaque.close?.(),
   };
 }

@@ -15,6 +15,7 @@ export interface AnswerKeys {
   /** `undefined`: no usable keys now. */
   current(): Promise<{ resolver: JWTVerifyGetKey; kids: ReadonlySet<string> } | undefined>;
   refreshForUnknownKid(): Promise<{ resolver: JWTVerifyGetKey; kids: ReadonlySet<string> } | undefined>;
+  ready(): boolean;
   close(): void;
 }
 

@@ -62,6 +62,17 @@ describe('signed introspection answers (RFC 9701)', () => {
   });
 });
 
+describe('readiness with signed answers', () => {
+  it('is not ready while the keys of signed answers cannot be loaded, and is once they are', async () => {
+    const unreachable = bench.gateway({ jwtResponse: true, jwksUrl: 'http://127.0.0.1:1/jwks' });
+    expectUnavailable(await unreachable.bearer(await bench.idp.token('opaque-a')));
+    expect(unreachable.auth.ready()).toBe(false);
+    const reachable = gateway();
+    expectPrincipal(await reachable.bearer(await bench.idp.token('opaque-a')));
+    expect(reachable.auth.ready()).toBe(true);
+  });
+});
+
 describe('attacks on signed introspection answers', () => {
   it('an answer re-signed with another key (the provider key id kept) is a 503', async () => {
     const { bearer, log } = gateway();
