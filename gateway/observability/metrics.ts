@@ -58,6 +58,8 @@ export function createMetrics(options: { processMetrics: boolean }): GatewayMetr
     name: 'portico_open_connections',
     help: 'Client connections currently open on the HTTPS listener.',
     registers: [registry],
+    // Workers: each holds its own connections; the gateway's are all of them.
+    aggregator: 'sum',
   });
   // Bounded: routes come from config, methods from KNOWN_METHODS, statuses are three digits.
   const boundRequests = new Map<string, () => void>();
@@ -112,16 +114,22 @@ export function createMetrics(options: { processMetrics: boolean }): GatewayMetr
     watchRateLimiter(status) {
       new Gauge({
         name: 'portico_ratelimit_store_degraded',
-        help: '1 while the rate-limit store (Redis) is failing and limits fall back per onStoreFailure.',
+        help: '1 while the rate-limit store (Redis) is failing and limits fall back per onStoreFailure (under GATEWAY_WORKERS: on any worker).',
         registers: [registry],
+        // Workers: each has its own Redis connection; 1 as soon as one of them falls back, as
+        // portico_degraded does. A sum would say 2 for one outage seen by two workers.
+        aggregator: 'max',
         collect() {
           this.set(status().degraded ? 1 : 0);
         },
       });
       new Gauge({
         name: 'portico_ratelimit_store_failures',
-        help: 'Rate-limit store commands that failed since start.',
+        help: 'Rate-limit store commands that failed since start (under GATEWAY_WORKERS: of all workers).',
         registers: [registry],
+        // A count since start, a counter in all but its type (kept a gauge: its name is read by
+        // alerts and the bench): each worker counts its own commands, so the fleet's is the sum.
+        aggregator: 'sum',
         collect() {
           this.set(status().storeFailures);
         },

@@ -62,6 +62,8 @@ export function registerExportMetrics(registry: Registry, exporter: SpanExporter
       name,
       help,
       registers: [registry],
+      // Workers: each exports, drops and queues its own spans: the gateway's are the sum.
+      aggregator: 'sum',
       collect() {
         this.set(exporter.stats()[key]);
       },

@@ -51,9 +51,13 @@ export function createResilienceMetrics(
   });
   new Gauge({
     name: 'portico_upstream_target_in_rotation',
-    help: '1 while a target takes requests of its route, 0 while it is ejected or fails its health check.',
+    help: '1 while a target takes requests of its route, 0 while it is ejected or fails its health check (under GATEWAY_WORKERS: by any worker).',
     labelNames: ['route', 'upstream'] as const,
     registers: [registry],
+    // Workers: each ejects and health-checks on its own. 1 only while every worker sends to the
+    // target: a target one worker took out is failing, and an alert on 0 should see it (a sum
+    // said 2 for one target; max would hide it until every worker had ejected it).
+    aggregator: 'min',
     collect() {
       this.reset();
       for (const set of sets())

@@ -20,6 +20,8 @@ export function createWebSocketMetrics(registry: Registry): WebSocketMetrics {
     help: 'WebSocket connections open now, by route.',
     labelNames: ['route'] as const,
     registers: [registry],
+    // Workers: each relays its own WebSockets; the gateway's are all of them.
+    aggregator: 'sum',
   });
   const opened = new Counter({
     name: 'portico_websocket_opened_total',
