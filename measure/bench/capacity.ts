@@ -83,7 +83,13 @@ async function redisPerRequest(running: Running, row: Row, redisUrl: string, set
   try {
     const load = await runLoad(
       running,
-      { url: row.url, connections: settings.connections, duration: LOAD_SECONDS, headers: row.headers() },
+      {
+        url: row.url,
+        connections: settings.connections,
+        duration: LOAD_SECONDS,
+        headers: row.headers(),
+        ...(row.dpop === undefined ? {} : { dpop: row.dpop }),
+      },
       row.protocol,
     );
     await sleep(500); // batched calls of the last requests
@@ -161,6 +167,7 @@ export async function measureCapacity(
     ['ladder 8:', 'full pipeline, miss (static upstream)'],
     ['gateway, cache miss', 'full pipeline, miss (service)'],
     ['gateway, cache hit', 'full pipeline, cache hit'],
+    ['ladder 12:', 'DPoP-bound token, a new proof per request'],
   ];
   for (const [prefix, label] of paths) {
     const row = rows.find((each) => each.name.startsWith(prefix));

@@ -51,10 +51,14 @@ const { config } = parseConfig({
   routes: [
     { prefix: '/v1', upstream: options.upstream, auth: rung.auth ? 'required' : 'none', cache: rung.cache },
   ],
-  rateLimits:
-    rung.rateLimit === 'none'
+  rateLimits: {
+    ...(rung.rateLimit === 'none'
       ? {}
-      : { policies: [{ name: 'bench', key: 'principal', limit: 1_000_000_000, window: '60s' }] },
+      : { policies: [{ name: 'bench', key: 'principal', limit: 1_000_000_000, window: '60s' }] }),
+    // A proof is a new credential, counted before it is verified and given back after: the
+    // bench's 32 in flight from one address must not reach the failed-auth limit (20).
+    ...(rung.dpop === true ? { authFailures: { limit: 1_000_000_000 } } : {}),
+  },
 });
 
 const overrides: StageOverrides = {};
@@ -70,7 +74,8 @@ if (rung.without.includes('route')) {
 }
 
 let redis: Redis | undefined;
-if (rung.rateLimit === 'redis') {
+// DPoP proofs are remembered in Redis, where every replica sees them, as in production.
+if (rung.rateLimit === 'redis' || rung.dpop === true) {
   redis = createRedisClient({ url: options.redisUrl, keyPrefix: options.redisPrefix });
   if (!(await waitForRedis(redis, 5000))) throw new Error(`Redis at ${options.redisUrl} not ready`);
 }

@@ -26,6 +26,13 @@ export interface Rung {
    * rung's process; the bench's one token is introspected once, then served from the cache.
    */
   introspection?: boolean;
+  /** A variant of that rung (its number, as named), not the next step: its step is taken from it. */
+  variantOf?: number;
+  /**
+   * The token is DPoP-bound and each request carries a new proof (RFC 9449), made by the load
+   * generator (dpop-proofs.ts); proofs are remembered in Redis, as with replicas.
+   */
+  dpop?: boolean;
 }
 
 /**
@@ -144,5 +151,15 @@ export const RUNGS: readonly Rung[] = [
     without: ['rate-limit', ...CACHING],
     auth: true,
     introspection: true,
+    variantOf: 3,
+  },
+  {
+    ...BASE,
+    name: 'ladder 12: rung 3 with a DPoP-bound token (a new proof per request)',
+    note: "Authorization: DPoP and a new ES256 proof each request: token from the cache, proof verified, the failed-auth count and its refund and the proof's jti on Redis; compare with rung 3",
+    without: ['rate-limit', ...CACHING],
+    auth: true,
+    dpop: true,
+    variantOf: 3,
   },
 ];

@@ -43,5 +43,13 @@ export const LEGEND = `How to read it
                        bench dir's development CA): its step is the price of the internal TLS hop.
                        Rung 10 is rung 9 exporting a span per request over OTLP/HTTP JSON (batched,
                        to the plain static upstream as a local sink): its step is the price of export.
+                       Rungs 11 and 12 are variants of rung 3, their step taken from rung 3's figure.
+                       Rung 11: an opaque token (auth.introspection), introspected once at a stub
+                       endpoint in the rung's process, then its cached answer by the token's digest.
+                       Rung 12: a DPoP-bound token (cnf.jkt) with a new ES256 proof per request, made by
+                       the load generator as it sends (measure/bench/dpop-proofs.ts; a proof used twice
+                       is refused): the token from the cache, the proof's signature and claims, the
+                       failed-auth count and refund (a proof is a new credential) and the proof's
+                       SET NX on Redis (what makes a replay fail at every replica).
   TLS                  autocannon 9 forces rejectUnauthorized: false; each row first sends one request
                        with the certificate verified against the bench CA (the probe).`;

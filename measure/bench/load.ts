@@ -16,12 +16,15 @@
  * the same whether or not the client checks the chain.
  */
 import { createRequire } from 'node:module';
+import { proofMaker, type DpopLoad } from './dpop-proofs.ts';
 
 export interface LoadOptions {
   url: string;
   connections: number;
   duration: number;
   headers: Record<string, string>;
+  /** A new DPoP proof in each request, made here as the request is built (dpop-proofs.ts). */
+  dpop?: DpopLoad;
 }
 
 export interface LoadResult {
@@ -59,6 +62,21 @@ function percentile(sorted: Float64Array, fraction: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * fraction))] ?? Number.NaN;
 }
 
+/**
+ * autocannon's requests for a DPoP row: one request whose `setupRequest` runs before every
+ * send, so that each carries a proof never sent before.
+ */
+function dpopRequests(dpop: DpopLoad | undefined): Record<string, unknown> {
+  if (dpop === undefined) return {};
+  const proof = proofMaker(dpop);
+  type Built = { headers: Record<string, string> };
+  return {
+    requests: [
+      { setupRequest: (request: Built) => ({ ...request, headers: { ...request.headers, dpop: proof() } }) },
+    ],
+  };
+}
+
 function run(options: LoadOptions): Promise<LoadResult> {
   const times: number[] = [];
   return new Promise((resolve, reject) => {
@@ -69,6 +87,7 @@ function run(options: LoadOptions): Promise<LoadResult> {
         duration: options.duration,
         headers: options.headers,
         timeout: 10,
+        ...dpopRequests(options.dpop),
       },
       (error, result) => {
         if (error !== null) return reject(error);

@@ -107,6 +107,7 @@ export async function measureRow(
     connections: settings.connections,
     duration: settings.duration,
     headers: {},
+    ...(row.dpop === undefined ? {} : { dpop: row.dpop }),
   };
   if (warmupSeconds > 0)
     await runLoad(running, { ...load, duration: warmupSeconds, headers: row.headers() }, row.protocol);

@@ -102,11 +102,16 @@ export const HEADERS = [
 function printLadder(ladder: RowResult[]): void {
   const headers = [...HEADERS.slice(0, 5), 'step µs', ...HEADERS.slice(5)];
   let previous: number | undefined;
+  const cpuOf = (result: RowResult) => median(result.samples.map(perRequest));
   const rows = ladder.map((result) => {
-    const cpu = median(result.samples.map(perRequest));
+    const cpu = cpuOf(result);
     // The peer is the reference, not a rung: no step into or out of it.
     const isPeer = result.row.measured.role === 'peer';
-    const step = isPeer || previous === undefined ? Number.NaN : cpu - previous;
+    // A variant of an earlier rung (another kind of token, say) is priced against that rung.
+    const { stepFrom } = result.row;
+    const from = stepFrom === undefined ? undefined : ladder.find((other) => other.row.name === stepFrom);
+    const base = stepFrom === undefined ? previous : from === undefined ? undefined : cpuOf(from);
+    const step = isPeer || base === undefined ? Number.NaN : cpu - base;
     if (!isPeer) previous = cpu;
     return cells(result, step);
   });

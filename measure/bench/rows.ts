@@ -11,6 +11,7 @@ import { request } from 'undici';
 import { loadAssertionKeys } from '../../shared/assertion-keys.ts';
 import { signAssertion } from '../../shared/identity-assertion.ts';
 import { loadOrCreateDevIssuer } from '../../gateway/identity/dev-issuer.ts';
+import { createDpopKey, proofMaker, type DpopLoad } from './dpop-proofs.ts';
 import { RUNGS } from './ladder.ts';
 import type { GatewayProcess, Running } from './processes.ts';
 
@@ -30,6 +31,10 @@ export interface Row {
   note: string;
   /** Driven over HTTP/2 by load-h2.ts; otherwise HTTP/1.1 by autocannon (load.ts). */
   protocol?: 'h2';
+  /** A new DPoP proof in each request the load generator sends (dpop-proofs.ts). */
+  dpop?: DpopLoad;
+  /** Ladder rows: the row whose figure this one's step is taken from, when not the one before. */
+  stepFrom?: string;
 }
 
 /** Creates an order through the gateway, as a client would; returns its id. */
@@ -154,10 +159,24 @@ export async function defineRows(running: Running, tls: Agent): Promise<Row[]> {
       note: 'HTTPS + keep-alive pass-through: no auth/limit/cache/audit/log',
     },
   ];
+  const dpopKey = createDpopKey();
+  const dpop = {
+    privateJwk: dpopKey.privateJwk,
+    token: await issuer.sign(
+      {
+        sub: 'bench-user',
+        client_id: 'bench',
+        customer_id: CUSTOMER,
+        scope: SCOPES.join(' '),
+        cnf: { jkt: dpopKey.jkt },
+      },
+      3600,
+    ),
+  };
   return [
     ...main,
     ...workerRows(running, bearer),
-    ...ladderRows(running, bearer),
+    ...ladderRows(running, bearer, dpop),
     ...fieldRows(running, bearer),
   ];
 }
@@ -198,7 +217,11 @@ function workerRows(running: Running, bearer: Record<string, string>): Row[] {
   }));
 }
 
-function ladderRows(running: Running, bearer: Record<string, string>): Row[] {
+function ladderRows(
+  running: Running,
+  bearer: Record<string, string>,
+  dpop: Pick<DpopLoad, 'privateJwk' | 'token'>,
+): Row[] {
   // The same request on every rung: the rungs without authentication ignore the token.
   const headers = () => ({ ...bearer, 'cache-control': 'no-store' });
   const peer: Row = {
@@ -212,17 +235,35 @@ function ladderRows(running: Running, bearer: Record<string, string>): Row[] {
   };
   return [
     peer,
-    ...RUNGS.map((rung, index): Row => ({
-      name: rung.name,
-      group: 'ladder',
-      measured: { process: running.ladder[index]!.process, role: 'gateway' },
-      gateway: running.ladder[index]!,
-      url: `${running.ladder[index]!.url}/v1/orders/static`,
-      headers,
-      expectedStatus: 200,
-      note: rung.note,
-    })),
+    ...RUNGS.map((rung, index): Row => {
+      const url = `${running.ladder[index]!.url}/v1/orders/static`;
+      const row: Row = {
+        name: rung.name,
+        group: 'ladder',
+        measured: { process: running.ladder[index]!.process, role: 'gateway' },
+        gateway: running.ladder[index]!,
+        url,
+        headers,
+        expectedStatus: 200,
+        note: rung.note,
+        ...(rung.variantOf === undefined ? {} : { stepFrom: RUNGS[rung.variantOf - 1]!.name }),
+      };
+      return rung.dpop === true ? withDpop(row, { ...dpop, method: 'GET', htu: url }) : row;
+    }),
   ];
+}
+
+/**
+ * `row` with a DPoP-bound token: the load generator puts a new proof in each request, and
+ * `headers()` makes a new one each call (the probe's, the warm-up's first).
+ */
+function withDpop(row: Row, dpop: DpopLoad): Row {
+  const proof = proofMaker(dpop);
+  return {
+    ...row,
+    dpop,
+    headers: () => ({ authorization: `DPoP ${dpop.token}`, dpop: proof(), 'cache-control': 'no-store' }),
+  };
 }
 
 /**
