@@ -8,10 +8,10 @@ import { join } from 'node:path';
 import { logLevelProblem, usableLogLevel } from '../shared/log-level.ts';
 import { ASSERTION_KEYS_ENV, parseAssertionKeys } from '../shared/assertion-keys.ts';
 import { parseHmacKeyRing } from '../shared/data-dir-secrets.ts';
-import { redisTargetFromEnv } from '../shared/redis.ts';
+import { redisTargetFromEnv } from '../shared/redis-target.ts';
 import { ADMIN_TOKEN_ENV, MIN_TOKEN_LENGTH } from './admin/purge-guard.ts';
 import { API_KEY_SIGNING_KEYS_ENV } from './identity/api-key-signing-keys.ts';
-import { workerCount } from './workers.ts';
+import { workerCount } from './worker-count.ts';
 
 /**
  * Not 9090: that is Prometheus's own port (9091-9094 its Pushgateway and Alertmanager), where

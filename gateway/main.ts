@@ -15,7 +15,8 @@ import { logLevelOf, readGatewayEnvironment } from './environment.ts';
 import { createLogger } from './observability/logger.ts';
 import { runGateway } from './run.ts';
 import { reportStartFailure } from './start-failure.ts';
-import { reportListening, runPrimary, workerCount } from './workers.ts';
+import { workerCount } from './worker-count.ts';
+import { reportListening, runPrimary } from './workers.ts';
 
 // `--check [FILE]`: judge the config and the environment, start nothing (check.ts).
 if (process.argv[2] === '--check') process.exit(runCheck(process.argv.slice(3), process.env));

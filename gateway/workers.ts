@@ -15,7 +15,6 @@
  * likewise, reloads every worker through the primary (cluster-reload.ts).
  */
 import cluster, { type Worker } from 'node:cluster';
-import { availableParallelism } from 'node:os';
 import type { Logger } from 'pino';
 import { AggregatorRegistry, type Registry } from 'prom-client';
 import { armExitDeadline } from '../shared/exit-deadline.ts';
@@ -36,16 +35,6 @@ type Message =
   | { type: typeof METRICS_REQUEST; id: number }
   | { type: typeof RELOAD_ALL.request; id: number };
 
-/** GATEWAY_WORKERS: unset or empty is 1, `auto` one per core; anything else must be a count. */
-export function workerCount(env: NodeJS.ProcessEnv): number {
-  const value = env['GATEWAY_WORKERS'];
-  if (value === undefined || value === '') return 1;
-  if (value === 'auto') return availableParallelism();
-  const count = Number(value);
-  if (!/^\d+$/.test(value) || count < 1 || count > 1024)
-    throw new Error(`GATEWAY_WORKERS must be a count (1-1024) or "auto", got ${JSON.stringify(value)}`);
-  return count;
-}
 
 /** True in a process the primary started: it reports to the primary. */
 export const isWorker = (): boolean => cluster.isWorker;

@@ -5,7 +5,10 @@
  */
 import { isIP } from 'node:net';
 import { logLevelProblem } from '../shared/log-level.ts';
-import { DEFAULT_DRAIN_DEADLINE_MS } from './server.ts';
+
+/** SERVICE_SHUTDOWN_TIMEOUT_MS unset: how long a drain waits (server.ts). Here, not there: the
+ * environment is checked before the server's modules load. */
+export const DEFAULT_DRAIN_DEADLINE_MS = 10_000;
 
 /** A variable that refuses the start: the message names it and says what it takes. */
 export class ServiceConfigError extends Error {

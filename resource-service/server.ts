@@ -13,6 +13,7 @@ import { createHttpDrain } from '../shared/http-drain.ts';
 import { answerUnparsed } from './http/unparsed.ts';
 import { loadServiceTls, type ServiceTlsFiles } from './tls.ts';
 import { createServiceApp } from './app.ts';
+import { DEFAULT_DRAIN_DEADLINE_MS } from './config.ts';
 import type { ServiceOptions } from './app.ts';
 import { portUnavailable } from '../shared/port-unavailable.ts';
 
@@ -31,8 +32,6 @@ export interface RunningService {
    */
   close(options?: { deadlineMs?: number }): Promise<boolean>;
 }
-
-export const DEFAULT_DRAIN_DEADLINE_MS = 10_000;
 
 // Bounds that keep one slow or greedy client from holding the service. The head limit is the
 // gateway's own (listener.limits.maxHeaderBytes, 16 KiB by default) plus 8 KiB for what the
