@@ -74,33 +74,12 @@ function privateSocketPath(dataDir: string): { dir: string; path: string } {
 export async function startEmbeddedDatabase(dataDir: string): Promise<EmbeddedDatabase> {
   const lock = acquireDataDirLock(dataDir, { purpose: 'embedded PostgreSQL' });
   try {
-    // Loaded only when used: the WASM build is large, and servers with DATABASE_URL never need it.
-    const [{ PGlite }, { PGLiteSocketServer }] = await Promise.all([
-      import('@electric-sql/pglite'),
-      import('@electric-sql/pglite-socket'),
-    ]);
-    const directory = join(dataDir, 'pgdata');
-    const startParams = [...PGlite.defaultStartParams, '-c', `shared_buffers=${SHARED_BUFFERS}`];
-    const open = (dir: string) => PGlite.create({ dataDir: dir, startParams });
-    await seedFromTemplate(directory, open);
-    mkdirSync(directory, { recursive: true, mode: 0o700 });
-    const socket = privateSocketPath(dataDir);
-    const db = await open(directory);
-    const server = new PGLiteSocketServer({ db, path: socket.path });
-    // Closed before the lock is released below: pgdata must have no writer once it is free.
-    await server.start().catch(async (error: unknown) => {
-      await db.close();
-      throw error;
-    });
-    // The directory already keeps other users out; the socket's own mode says so too.
-    chmodSync(socket.path, 0o600);
+    const db = await openEmbeddedDatabase(dataDir);
     return {
-      url: `postgres://postgres@localhost/postgres?host=${encodeURIComponent(socket.dir)}`,
-      maxConnections: 1,
+      ...db,
       stop: async () => {
         try {
-          await server.stop();
-          await db.close();
+          await db.stop();
         } finally {
           lock.release();
         }
@@ -110,4 +89,40 @@ export async function startEmbeddedDatabase(dataDir: string): Promise<EmbeddedDa
     lock.release();
     throw error;
   }
+}
+
+/**
+ * `startEmbeddedDatabase` without the data dir's lock, for a caller that holds it for the
+ * database's whole life: the thread that serves it under `npm start` (embedded-thread.ts),
+ * whose process took the lock before starting it. pgdata must never be opened otherwise.
+ */
+export async function openEmbeddedDatabase(dataDir: string): Promise<EmbeddedDatabase> {
+  // Loaded only when used: the WASM build is large, and servers with DATABASE_URL never need it.
+  const [{ PGlite }, { PGLiteSocketServer }] = await Promise.all([
+    import('@electric-sql/pglite'),
+    import('@electric-sql/pglite-socket'),
+  ]);
+  const directory = join(dataDir, 'pgdata');
+  const startParams = [...PGlite.defaultStartParams, '-c', `shared_buffers=${SHARED_BUFFERS}`];
+  const open = (dir: string) => PGlite.create({ dataDir: dir, startParams });
+  await seedFromTemplate(directory, open);
+  mkdirSync(directory, { recursive: true, mode: 0o700 });
+  const socket = privateSocketPath(dataDir);
+  const db = await open(directory);
+  const server = new PGLiteSocketServer({ db, path: socket.path });
+  // Closed before the caller's lock is released: pgdata must have no writer once it is free.
+  await server.start().catch(async (error: unknown) => {
+    await db.close();
+    throw error;
+  });
+  // The directory already keeps other users out; the socket's own mode says so too.
+  chmodSync(socket.path, 0o600);
+  return {
+    url: `postgres://postgres@localhost/postgres?host=${encodeURIComponent(socket.dir)}`,
+    maxConnections: 1,
+    stop: async () => {
+      await server.stop();
+      await db.close();
+    },
+  };
 }
