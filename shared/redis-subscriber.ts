@@ -12,7 +12,8 @@
  * same way, and the messages are few.
  */
 import { EventEmitter } from 'node:events';
-import { Redis, type Cluster } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
+import { ioredis } from './ioredis-module.ts';
 
 /** What a publish/subscribe listener needs of its connection (a plain ioredis client has it). */
 export interface SubscriberConnection {
@@ -91,7 +92,7 @@ class ClusterSubscriber extends EventEmitter implements SubscriberConnection {
       return;
     }
     // No reconnecting to the same node: the next one is tried instead (it may be up).
-    const connection = new Redis({
+    const connection = new (ioredis().Redis)({
       host: node.host ?? '127.0.0.1',
       port: node.port ?? 6379,
       // The cluster's own credentials (REDIS_USERNAME, REDIS_PASSWORD), as every node requires.

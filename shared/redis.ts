@@ -9,8 +9,9 @@
  * would hang; with the offline queue off and a short command timeout, a down or frozen Redis
  * is an error within `commandTimeoutMs`, which each caller answers by its own policy.
  */
-import { Cluster, type Redis } from 'ioredis';
-import { LastingRedis } from './lasting-redis.ts';
+import type { Cluster, Redis } from 'ioredis';
+import { ioredis } from './ioredis-module.ts';
+import { createLastingRedis, type LastingRedis } from './lasting-redis.ts';
 import type { RedisTls } from './redis-tls.ts';
 import type { HostPort, RedisCredentials, RedisTarget } from './redis-target.ts';
 import { createClusterSubscriber, type SubscriberConnection } from './redis-subscriber.ts';
@@ -55,7 +56,7 @@ function nodeOptions(options: ConnectionOptions) {
 
 /** A single node at `options.url` (TLS for `rediss://`, with `tls`'s CA, certificate and name). */
 export function createRedisClient(options: RedisOptions & { tls?: RedisTls }): LastingRedis {
-  return new LastingRedis(options.url, {
+  return createLastingRedis(options.url, {
     ...nodeOptions(options),
     retryStrategy,
     ...(options.tls === undefined ? {} : { tls: options.tls }),
@@ -69,7 +70,7 @@ export function createRedisConnection(target: RedisTarget, options: ConnectionOp
     case 'single':
       return createRedisClient({ ...options, url: target.url, ...(target.tls ? { tls: target.tls } : {}) });
     case 'sentinel':
-      return new LastingRedis(undefined, {
+      return createLastingRedis(undefined, {
         ...nodeOptions(options),
         ...target.credentials,
         sentinels: target.sentinels,
@@ -102,7 +103,7 @@ function createCluster(
   options: ConnectionOptions,
 ): Cluster {
   const { keyPrefix, enableOfflineQueue, enableAutoPipelining, ...perNode } = nodeOptions(options);
-  return new Cluster(nodes, {
+  return new (ioredis().Cluster)(nodes, {
     keyPrefix,
     enableOfflineQueue,
     enableAutoPipelining,
@@ -146,7 +147,7 @@ export function createSubscriber(client: RedisClient): SubscriberConnection {
   if (isCluster(client)) return createClusterSubscriber(client);
   // No command deadline of its own: the invalidation bus judges the link by its liveness pings,
   // and a 50 ms one would drop their answers on a loaded host.
-  const subscriber = new LastingRedis(undefined, {
+  const subscriber = createLastingRedis(undefined, {
     ...client.options,
     replyMapping: 'legacy',
     commandTimeout: undefined,

@@ -14,7 +14,7 @@
  * connection is not ready (it connects a moment after the shared one), counts go through the
  * shared one as before (policy-counter.ts): a down Redis still fails them at once.
  */
-import { LastingRedis } from '../../shared/lasting-redis.ts';
+import { createLastingRedis } from '../../shared/lasting-redis.ts';
 import { isCluster, type RedisClient } from '../../shared/redis.ts';
 
 export interface CountingConnection {
@@ -39,7 +39,7 @@ export function openCountingConnection(shared: RedisClient, storeTimeoutMs: numb
     return { redis, deadlineMs, close: () => redis.disconnect() };
   }
   const deadlineMs = shared.options.commandTimeout ?? storeTimeoutMs;
-  const redis = new LastingRedis(undefined, {
+  const redis = createLastingRedis(undefined, {
     ...shared.options,
     replyMapping: 'legacy',
     commandTimeout: ceilingOf(deadlineMs),

@@ -1,0 +1,78 @@
+/**
+ * What `npm start` loads before it answers: its first step (scripts/start.ts) checks the
+ * environment and locks the data dir with little loaded, so that the embedded database opens
+ * beside the rest; and a start without Redis never loads ioredis (shared/ioredis-module.ts),
+ * whose load alone is about a tenth of a warm start's CPU.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { runCommand } from '../support/run-command.ts';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+/** The packages under node_modules that importing `modules` loads, in a fresh Node process. */
+async function packagesLoadedBy(modules: string[]): Promise<string[]> {
+  const script = `
+    import { createRequire } from 'node:module';
+    import { registerHooks } from 'node:module';
+    const seen = new Set();
+    registerHooks({
+      resolve(specifier, context, next) {
+        const resolved = next(specifier, context);
+        const match = /node_modules\\/((?:@[^/]+\\/)?[^/]+)\\//.exec(resolved.url);
+        if (match) seen.add(match[1]);
+        return resolved;
+      },
+    });
+    for (const module of ${JSON.stringify(modules)}) await import(new URL(module, 'file://${ROOT}/').href);
+    const required = Object.keys(createRequire(import.meta.url).cache);
+    for (const file of required) {
+      const match = /node_modules\\/((?:@[^/]+\\/)?[^/]+)\\//.exec(file);
+      if (match) seen.add(match[1]);
+    }
+    console.log(JSON.stringify([...seen].sort()));
+  `;
+  const result = await runCommand(process.execPath, ['--input-type=module', '-e', script], {
+    cwd: ROOT,
+    env: { PATH: process.env['PATH'] },
+    timeoutMs: 60_000,
+  });
+  expect(result.code, result.stderr).toBe(0);
+  return JSON.parse(result.stdout.trim().split('\n').at(-1) ?? '[]') as string[];
+}
+
+/** What scripts/start.ts imports for its use (not its types), relative to the project. */
+function firstStepImports(): string[] {
+  const source = readFileSync(join(ROOT, 'scripts/start.ts'), 'utf8');
+  const modules = [...source.matchAll(/^import (?!type )[^;]*? from '(\.[^']+)';/gms)].map((match) =>
+    join('scripts', match[1]!),
+  );
+  expect(modules.length).toBeGreaterThan(5);
+  return modules;
+}
+
+describe("npm start's modules", () => {
+  it('its first step loads none of the servers, the database or Redis', async () => {
+    const loaded = await packagesLoadedBy(firstStepImports());
+    expect(loaded).toContain('pino');
+    for (const heavy of [
+      'ioredis',
+      'undici',
+      'polka',
+      'postgres',
+      'ajv',
+      '@electric-sql/pglite',
+      'prom-client',
+    ])
+      expect(loaded, heavy).not.toContain(heavy);
+  });
+
+  it('the gateway and the service load without ioredis when Redis is not used', async () => {
+    const loaded = await packagesLoadedBy(['scripts/start-portico.ts']);
+    // The check sees packages at all: the gateway's own are there.
+    expect(loaded).toContain('undici');
+    expect(loaded).not.toContain('ioredis');
+  });
+});
