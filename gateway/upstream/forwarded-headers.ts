@@ -145,8 +145,19 @@ export function forwardedHeaders(
 }
 
 /**
- * The upstream's response headers without its hop-by-hop fields; with `via` (this gateway's
- * entry, for a final answer), that entry appended to the upstream's own.
+ * Never relayed from the upstream, on any route: this gateway owns DPoP at its edge. It checks
+ * every proof (on every route a `DPoP` token may arrive at) and never forwards one, so an
+ * upstream's `DPoP-Nonce` names nothing the gateway would accept; a client MUST put the latest
+ * nonce it got in its next proof (RFC 9449 §8), and would then be refused, or retry once, on
+ * every call. The gateway's own nonce is set after this (stages/authenticate.ts). An upstream's
+ * `WWW-Authenticate` is relayed as it is: it may challenge for a scheme of its own, and it carries
+ * nothing a client feeds into its next proof.
+ */
+const NOT_RELAYED = new Set(['dpop-nonce']);
+
+/**
+ * The upstream's response headers without its hop-by-hop fields and those of NOT_RELAYED; with
+ * `via` (this gateway's entry, for a final answer), that entry appended to the upstream's own.
  */
 export function relayedHeaders(
   headers: Record<string, string | string[] | undefined>,
@@ -156,7 +167,7 @@ export function relayedHeaders(
   const out: Record<string, string | string[]> = {};
   for (const name in headers) {
     const value = headers[name];
-    if (value === undefined || drop.has(name)) continue;
+    if (value === undefined || drop.has(name) || NOT_RELAYED.has(name)) continue;
     out[name] = value;
   }
   if (via !== undefined) {

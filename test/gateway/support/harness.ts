@@ -241,15 +241,18 @@ export async function auditRecordOf(auditLogPath: string, requestId: string): Pr
  * A recording upstream and a gateway in front of it, started before the file's tests and
  * closed after them: the pair most gateway test files begin with. Read `running.gw` and
  * `running.upstream` inside tests and hooks (they are set once `beforeAll` has run).
- * `deps` goes to startTestGateway (an `auditLogPath`, say).
+ * `deps` goes to startTestGateway (an `auditLogPath`, say), `handler` to the upstream.
  */
-export function useRecordingGateway(deps: Partial<GatewayDeps> = {}): {
+export function useRecordingGateway(
+  deps: Partial<GatewayDeps> = {},
+  handler?: Handler,
+): {
   readonly upstream: RecordingUpstream;
   readonly gw: TestGateway;
 } {
   const running = {} as { upstream: RecordingUpstream; gw: TestGateway };
   beforeAll(async () => {
-    running.upstream = await startRecordingUpstream();
+    running.upstream = await startRecordingUpstream(handler);
     running.gw = await startTestGateway(running.upstream.url, {}, deps);
   });
   afterAll(async () => {
