@@ -22,6 +22,7 @@ import { createConfigMetrics, type ConfigMetrics } from './observability/config-
 import { startGateway, type Gateway } from './start.ts';
 import { createWorkerMetrics, isWorker } from './workers.ts';
 import { reloadAcrossWorkers } from './cluster-reload.ts';
+import { configStateAcrossWorkers } from './cluster-config-state.ts';
 import type { ReloadAnswer } from './config/reload-summary.ts';
 import { readGatewayEnvironment } from './environment.ts';
 import { ensureDevCertificate } from './edge/tls.ts';
@@ -61,6 +62,9 @@ export async function runGateway(env: NodeJS.ProcessEnv, log: Logger): Promise<R
     let reloadConfig: (() => Promise<ReloadAnswer>) | undefined;
     // Made once the gateway's registry exists; the dashboard may ask before (then: nothing yet).
     const late: { configMetrics?: ConfigMetrics } = {};
+    const configHere = () => late.configMetrics?.state();
+    // A worker's dashboard shows every worker's version, not only its own.
+    const configState = isWorker() ? configStateAcrossWorkers(configHere) : configHere;
     const gateway = await startGateway(config, {
       log,
       port: settings.port,
@@ -76,7 +80,7 @@ export async function runGateway(env: NodeJS.ProcessEnv, log: Logger): Promise<R
       ...(devCertificate === undefined ? {} : { certificateFiles: devCertificate }),
       ...(workerMetrics === undefined ? {} : { metricsText: workerMetrics.text }),
       reloadConfig: () => reloadConfig?.(),
-      configState: () => late.configMetrics?.state(),
+      configState,
     });
     workerMetrics?.share(gateway.metrics.registry);
     lifecycle.defer('gateway', () => gateway.close());

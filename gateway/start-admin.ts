@@ -18,7 +18,7 @@ import type { BuiltGateway } from './build.ts';
 import type { ReloadAnswer } from './config/reload-summary.ts';
 import type { GatewayConfig } from './config/schema/gateway.ts';
 import { closeServer, listen } from './listen.ts';
-import type { ConfigState } from './observability/config-metrics.ts';
+import type { ConfigStateSource } from './observability/config-metrics.ts';
 
 export interface AdminDeps {
   log: Logger;
@@ -37,8 +37,8 @@ export interface AdminDeps {
   reloadConfig?: () => Promise<ReloadAnswer> | undefined;
   /** The dashboard chart's sampling interval (admin/traffic-history.ts; 10 s): tests shorten it. */
   dashboardHistoryMs?: number;
-  /** The config version running and the last reload, for the dashboard (run.ts). */
-  configState?: () => ConfigState | undefined;
+  /** The config version running and the last reload (each worker's), for the dashboard (run.ts). */
+  configState?: ConfigStateSource;
   /** What the admin `/metrics` answers instead of this process's own (GATEWAY_WORKERS: all workers). */
   metricsText?: () => Promise<string>;
   env?: NodeJS.ProcessEnv;

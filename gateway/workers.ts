@@ -21,6 +21,7 @@ import { armExitDeadline } from '../shared/exit-deadline.ts';
 import { redisTargetFromEnv } from '../shared/redis.ts';
 import { PRIMARY_PID_VARIABLE, WORKER_SLOT_VARIABLE } from '../shared/worker-slot.ts';
 import { RELOAD_ALL, reloadEveryWorker } from './cluster-reload.ts';
+import { CONFIG_STATE_ALL, configStateOfEveryWorker } from './cluster-config-state.ts';
 import { answerWorker, askPrimary } from './worker-channel.ts';
 
 const READY = 'portico:worker-ready';
@@ -33,7 +34,8 @@ const METRICS_TIMEOUT_MS = 5000;
 type Message =
   | { type: typeof READY }
   | { type: typeof METRICS_REQUEST; id: number }
-  | { type: typeof RELOAD_ALL.request; id: number };
+  | { type: typeof RELOAD_ALL.request; id: number }
+  | { type: typeof CONFIG_STATE_ALL.request; id: number };
 
 
 /** True in a process the primary started: it reports to the primary. */
@@ -141,6 +143,8 @@ class Primary {
         answerWorker(worker, METRICS_REPLY, message.id, this.#aggregator.clusterMetrics());
       if (message.type === RELOAD_ALL.request)
         answerWorker(worker, RELOAD_ALL.reply, message.id, reloadEveryWorker(this.#live()));
+      if (message.type === CONFIG_STATE_ALL.request)
+        answerWorker(worker, CONFIG_STATE_ALL.reply, message.id, configStateOfEveryWorker(this.#live()));
     });
   }
 

@@ -12,7 +12,7 @@ import { routeLabel } from '../config/schema/route-name.ts';
 import type { RouteDefinition } from '../config/schema/routes.ts';
 import type { ApiKeyRecord } from '../identity/api-key-store.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
-import type { ConfigState } from '../observability/config-metrics.ts';
+import type { ConfigState, ConfigStateSource } from '../observability/config-metrics.ts';
 import type { LimitedCaller } from '../rate-limit/most-limited.ts';
 import type { RateLimiterStatus } from '../rate-limit/limiter.ts';
 import { apiKeysView, type ApiKeysView } from './dashboard-api-keys.ts';
@@ -38,8 +38,8 @@ export interface DashboardDeps {
   cache: { stats(): CacheStats };
   /** Health beyond readiness: each upstream's own `/healthz` (the service's checks PostgreSQL). */
   upstreamHealth?: (timeoutMs: number) => Promise<CheckResult[]>;
-  /** The config file version running and the last reload's result (run.ts). */
-  configState?: () => ConfigState | undefined;
+  /** The config file version running and the last reload's result, each worker's (run.ts). */
+  configState?: ConfigStateSource;
   /** The named policies of `rateLimits.policies`. */
   rateLimitPolicies: readonly RateLimitPolicyConfig[];
   /** The API keys' records; absent, or undefined from the call, when API keys are off. */
@@ -93,10 +93,11 @@ export function createDashboard(deps: DashboardDeps): Dashboard {
   const history = createTrafficHistory({ read, intervalMs });
   return {
     async snapshot({ draining, report, timeoutMs }) {
-      const [view, upstreamHealth, apiKeys] = await Promise.all([
+      const [view, upstreamHealth, apiKeys, config] = await Promise.all([
         traffic.observe(),
         deps.upstreamHealth?.(timeoutMs) ?? Promise.resolve([]),
         apiKeysView(deps.apiKeys),
+        deps.configState?.(),
       ]);
       const byRoute = new Map(view.routes.map((r) => [r.route, r]));
       const stats = deps.cache.stats();
@@ -107,7 +108,7 @@ export function createDashboard(deps: DashboardDeps): Dashboard {
         ready: !draining && report.ready,
         degraded: !draining && report.degraded,
         health: [...report.checks, ...upstreamHealth],
-        config: deps.configState?.(),
+        config,
         routes: deps.routes.map((route) => ({
           ...routeView(route, deps.stageNames, deps.rateLimitPolicies),
           traffic: byRoute.get(routeLabel(route)) ?? idle(routeLabel(route)),

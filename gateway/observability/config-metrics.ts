@@ -20,7 +20,22 @@ export interface ConfigState {
     /** The result in one line; a refusal's problems follow on lines of their own. */
     message: string;
   };
+  /**
+   * Under GATEWAY_WORKERS, every worker's own state (cluster-config-state.ts): the fields above
+   * are those of the worker that answered the dashboard.
+   */
+  workers?: WorkerConfigState[];
+  /** Why `workers` is missing under GATEWAY_WORKERS (the primary did not answer): one worker's view. */
+  workersUnknown?: string;
 }
+
+/** One worker's config state, by its slot; `message` instead when it did not answer. */
+export type WorkerConfigState = { worker: number; pid: number } & (
+  Omit<ConfigState, 'workers' | 'workersUnknown'> | { message: string }
+);
+
+/** Where the dashboard reads the config state: at once, or asked of every worker. */
+export type ConfigStateSource = () => ConfigState | undefined | Promise<ConfigState | undefined>;
 
 /** What a reload reports here (config/reload.ts's ReloadResult). */
 interface ReloadOutcome {

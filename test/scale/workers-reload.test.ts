@@ -3,7 +3,8 @@
  * worker (through the primary), whichever worker takes the admin connection, and the answer
  * says what each did. A route added to the file is then served by both workers; a refused file
  * keeps both running on what they ran; a worker that does not answer is reported, not waited
- * for. `/metrics` aggregates the config metrics as gauges, not as a sum.
+ * for. `/metrics` aggregates the config metrics as gauges, not as a sum; the dashboard shows
+ * each worker's version and last reload, whichever worker answers.
  *
  * Which worker answered a request is read from the audit log: each worker appends a chain of
  * its own, named by its slot (audit-workers.test.ts), with the request's path and status.
@@ -176,6 +177,26 @@ describe('GATEWAY_WORKERS=2: a reload reaches every worker', () => {
     expect(text).toMatch(/^portico_config_reloads_total\{result="applied"\} 4$/m);
     const stamp = Number(/^portico_config_last_reload_timestamp_seconds (\S+)$/m.exec(text)?.[1]);
     expect(Math.abs(stamp - Date.now() / 1000)).toBeLessThan(120);
+  });
+
+  it("the dashboard: each worker's version and last reload, whichever worker answers", async () => {
+    const v = version(readFileSync(configFile, 'utf8'));
+    const pids = workerPids(gateway).sort((a, b) => a - b);
+    // Each on a connection of its own: both workers answer some of them, and all say the same.
+    for (let i = 0; i < 4; i++) {
+      const agent = new Agent();
+      const response = await request(`http://127.0.0.1:${gateway.adminPort}/dashboard.json`, {
+        dispatcher: agent,
+      });
+      const { config } = (await response.body.json()) as { config: Record<string, unknown> };
+      await agent.close();
+      expect(config['version']).toBe(v);
+      const workers = config['workers'] as { worker: number; pid: number; version: string }[];
+      expect(workers.map((w) => w.worker)).toEqual([1, 2]);
+      expect(workers.map((w) => w.pid).sort((a, b) => a - b)).toEqual(pids);
+      for (const worker of workers)
+        expect(worker).toMatchObject({ version: v, lastReload: { outcome: 'applied', version: v } });
+    }
   });
 
   it('a refused file: 422 and exit 1 naming both workers; both keep running what they ran', async () => {

@@ -213,16 +213,39 @@ function showState(snapshot) {
     state.className = snapshot.ready ? (snapshot.degraded ? 'badge warn' : 'badge ok') : 'badge bad';
   }
   byId('draining').textContent = snapshot.draining ? 'yes' : 'no';
-  // The file version running (its digest) and how the last reload went (npm run -s reload, SIGHUP).
-  const config = snapshot.config;
-  byId('config-version').textContent = config === undefined ? '–' : config.version;
-  // The result's first line (applied what, what needs a restart); a refusal's problems follow it.
-  const reload = config?.lastReload;
-  byId('config-reload').textContent =
-    reload === undefined
-      ? 'no reload since the start'
-      : `last reload at ${new Date(reload.at).toLocaleTimeString()}: ${reload.message ?? reload.outcome}`;
+  const config = configText(snapshot.config);
+  byId('config-version').textContent = config.version;
+  byId('config-reload').textContent = config.reload;
   byId('updated').textContent = `updated ${new Date(snapshot.generatedAt).toLocaleTimeString()}`;
+}
+
+/**
+ * The file version running (its digest) and how the last reload went (npm run -s reload, SIGHUP).
+ * Under GATEWAY_WORKERS, every worker's: the one that answered this request is not the gateway.
+ */
+function configText(config) {
+  if (config === undefined) return { version: '–', reload: '' };
+  const workers = config.workers;
+  if (workers === undefined) {
+    const own = config.workersUnknown === undefined ? '' : ` (this worker only: ${config.workersUnknown})`;
+    return { version: config.version, reload: `${lastReload(config.lastReload)}${own}` };
+  }
+  const versions = new Set(workers.map((w) => w.version ?? `no answer (${w.message})`));
+  const version =
+    versions.size === 1 && workers[0].version !== undefined
+      ? `${workers[0].version} (all ${workers.length} workers)`
+      : workers.map((w) => `worker ${w.worker}: ${w.version ?? 'no answer'}`).join(' · ');
+  const reload = workers
+    .map((w) => `worker ${w.worker}: ${w.version === undefined ? w.message : lastReload(w.lastReload)}`)
+    .join(' · ');
+  return { version, reload };
+}
+
+/** The result's first line (applied what, what needs a restart); a refusal's problems follow it. */
+function lastReload(reload) {
+  return reload === undefined
+    ? 'no reload since the start'
+    : `last reload at ${new Date(reload.at).toLocaleTimeString()}: ${reload.message ?? reload.outcome}`;
 }
 
 function showTiles(snapshot) {
