@@ -8,7 +8,11 @@
  */
 import { hash } from 'node:crypto';
 import { parseArgs } from 'node:util';
-import { isTokenDigest, revokeTokenDigest } from '../gateway/identity/introspection/revocations.ts';
+import {
+  isTokenDigest,
+  MIN_REVOCATION_SECONDS,
+  revokeTokenDigest,
+} from '../gateway/identity/introspection/revocations.ts';
 import {
   createRedisConnection,
   describeTarget,
@@ -30,7 +34,8 @@ drops its cached introspection answer at once and refuses the token from then on
 identity provider answers. Revoke it at the identity provider too.
 
   --ttl SECONDS    how long the revocation is kept (default ${DEFAULT_TTL_SECONDS}, a day: the default
-                   auth.jwt.maxLifetimeSeconds); at least the token's remaining lifetime
+                   auth.jwt.maxLifetimeSeconds); best the token's remaining lifetime, and never
+                   below ${MIN_REVOCATION_SECONDS}: a gateway that missed the message may hold an answer that long
   --digest DIGEST  the token's SHA-256 digest (base64url), instead of the token on stdin
   -h, --help       this text
 
@@ -51,7 +56,11 @@ try {
   usage((error as Error).message);
 }
 const ttl = values.ttl === undefined ? DEFAULT_TTL_SECONDS : Number(values.ttl);
-if (!Number.isInteger(ttl) || ttl < 1 || ttl > 31_536_000) usage('--ttl: whole seconds, 1 to 31536000');
+// Shorter, a gateway that missed the message could outlive the record with its cached answer.
+if (!Number.isInteger(ttl) || ttl < MIN_REVOCATION_SECONDS || ttl > 31_536_000)
+  usage(
+    `--ttl: whole seconds, ${MIN_REVOCATION_SECONDS} to 31536000 (a gateway may hold a cached answer that long)`,
+  );
 if (values.digest !== undefined && !isTokenDigest(values.digest))
   usage('--digest: a SHA-256 digest in base64url (43 characters)');
 

@@ -7,6 +7,12 @@ import { Type, type Static } from '@sinclair/typebox';
 export const INTROSPECTION_CLIENT_AUTH = ['client_secret_basic', 'private_key_jwt'] as const;
 /** Signature algorithms for the private_key_jwt assertion (RFC 7523): asymmetric ones only. */
 export const ASSERTION_ALGORITHMS = ['ES256', 'ES384', 'RS256', 'PS256', 'EdDSA'] as const;
+/**
+ * The most any gateway may be configured with, whatever its config says: a revocation record
+ * outlives every answer a replica can have cached (introspection/revocations.ts).
+ */
+export const CACHE_MAX_SECONDS_CEILING = 3600;
+export const TIMEOUT_MS_CEILING = 30_000;
 
 export const IntrospectionConfigSchema = Type.Object(
   {
@@ -83,7 +89,7 @@ export const IntrospectionConfigSchema = Type.Object(
     ),
     cacheMaxSeconds: Type.Integer({
       minimum: 0,
-      maximum: 3600,
+      maximum: CACHE_MAX_SECONDS_CEILING,
       default: 300,
       description:
         "Longest time an active answer is reused (never past the token's `exp`): also how long a token revoked at the identity provider, but not through Portico, may go on working. 0: ask on every request.",
@@ -104,7 +110,7 @@ export const IntrospectionConfigSchema = Type.Object(
     }),
     timeoutMs: Type.Integer({
       minimum: 100,
-      maximum: 30_000,
+      maximum: TIMEOUT_MS_CEILING,
       default: 3000,
       description:
         'Longest wait for the introspection endpoint; past it the request gets 503 (never allowed unjudged).',

@@ -11,6 +11,13 @@
  * the silence) a cached answer counts only once the record says the token is not revoked, and
  * when the subscription is back after a gap every cached answer is forgotten.
  *
+ * A record is kept at least MIN_REVOCATION_SECONDS, the longest any replica can hold an answer
+ * cached, whatever its config (the schema's ceilings): a replica that missed the message and
+ * checks the record before trusting its cached answer must still find it. Bounded by the ceiling,
+ * not by one config's `cacheMaxSeconds`, so it holds on every replica with no agreement between
+ * them or with whoever revokes. Kept until the token's own `exp` (the default, a day) it also
+ * outlives the answers of a provider that still calls the token active.
+ *
  * JWTs are not revoked here: a JWT's own `exp` (bounded by auth.jwt.maxLifetimeSeconds) and
  * the issuer's key rotation are what end one, as before.
  */
@@ -18,6 +25,7 @@ import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import { subscribeLive } from '../../../shared/live-subscription.ts';
 import { createSubscriber, type RedisClient, type SubscriberConnection } from '../../../shared/redis.ts';
+import { CACHE_MAX_SECONDS_CEILING, TIMEOUT_MS_CEILING } from '../../config/schema/introspection.ts';
 
 /** Redis key of a revoked digest, under the client's keyPrefix. */
 export const revokedKey = (tokenDigest: string): string => `introspection:revoked:${tokenDigest}`;
@@ -29,6 +37,13 @@ const DIGEST = /^[A-Za-z0-9_-]{43}$/;
 /** Revocations remembered per process (between the message and the cached answer's end). */
 const LOCAL_REVOCATIONS = 10_000;
 
+/**
+ * The shortest life of a revocation record: an answer is cached for at most the ceiling of
+ * `cacheMaxSeconds`, counted from when the call ends, which may be a whole timeout after the
+ * record was read.
+ */
+export const MIN_REVOCATION_SECONDS = CACHE_MAX_SECONDS_CEILING + TIMEOUT_MS_CEILING / 1000;
+
 export const isTokenDigest = (value: string): boolean => DIGEST.test(value);
 
 /** Writes the revocation, then tells every replica. Rejects when Redis does not take it. */
@@ -38,6 +53,8 @@ export async function revokeTokenDigest(
   ttlSeconds: number,
 ): Promise<void> {
   if (!isTokenDigest(tokenDigest)) throw new Error('not a token digest (SHA-256, base64url)');
+  if (!(ttlSeconds >= MIN_REVOCATION_SECONDS))
+    throw new Error(`a revocation is kept at least ${MIN_REVOCATION_SECONDS} s, not ${ttlSeconds}`);
   await redis.set(revokedKey(tokenDigest), '1', 'EX', ttlSeconds);
   await redis.publish(revocationChannel(redis), tokenDigest);
 }

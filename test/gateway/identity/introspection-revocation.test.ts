@@ -14,7 +14,7 @@ import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { tokenDigest } from '../../../gateway/identity/introspection/verifier.ts';
-import { revokedKey } from '../../../gateway/identity/introspection/revocations.ts';
+import { revokedKey, revokeTokenDigest } from '../../../gateway/identity/introspection/revocations.ts';
 import { startRedisFreezeProxy, type FreezeProxy } from '../../support/redis-freeze-proxy.ts';
 import { startGatewayProcess, type GatewayProcess } from '../support/gateway-process.ts';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/harness.ts';
@@ -84,8 +84,11 @@ async function status(replica: GatewayProcess, token: string): Promise<number> {
   return response.statusCode;
 }
 
-function revokeToken(token: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [SCRIPT], {
+function revokeToken(
+  token: string,
+  args: string[] = [],
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [SCRIPT, ...args], {
     env: { PATH: process.env['PATH'] ?? '', ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
@@ -126,12 +129,26 @@ describe('revocation through the gateway, on two replicas', () => {
 
   it('refuses a token on stdin that is not one token, and a digest that is not one', async () => {
     expect((await revokeToken('two tokens')).code).toBe(2);
-    const child = spawn(process.execPath, [SCRIPT, '--digest', 'short'], {
-      env: { PATH: process.env['PATH'] ?? '', ...env },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    const code = await new Promise((resolve) => child.once('exit', resolve));
-    expect(code).toBe(2);
+    expect((await revokeToken('', ['--digest', 'short'])).code).toBe(2);
+  });
+
+  it('refuses to keep a revocation shorter than any gateway may cache an answer', async () => {
+    // Gone sooner, a replica that missed the message would check its cached answer against
+    // nothing, and let the token in until that answer expired.
+    const digest = tokenDigest(await idp.token('opaque-a'));
+    const short = await revokeToken('', ['--digest', digest, '--ttl', '600']);
+    expect(short.code).toBe(2);
+    expect(short.stderr).toContain('--ttl: whole seconds, 3630 to');
+    const redis = new Redis(inject('redisUrl'), { keyPrefix: prefix });
+    try {
+      await expect(revokeTokenDigest(redis, digest, 600)).rejects.toThrow(/at least 3630 s/);
+      expect(await redis.exists(revokedKey(digest))).toBe(0);
+      expect((await revokeToken('', ['--digest', digest, '--ttl', '3630'])).code).toBe(0);
+      expect(await redis.ttl(revokedKey(digest))).toBeGreaterThan(3600);
+    } finally {
+      await redis.del(revokedKey(digest));
+      redis.disconnect();
+    }
   });
 });
 

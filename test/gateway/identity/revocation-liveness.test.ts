@@ -14,6 +14,7 @@ import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
 import { answerJudge } from '../../../gateway/identity/introspection/answer.ts';
 import {
+  MIN_REVOCATION_SECONDS,
   revokedKey,
   revokeTokenDigest,
   watchRevocations,
@@ -104,7 +105,7 @@ describe('opaque-token revocations over a listener link that goes silent', () =>
       expect(calls).toBe(2);
 
       proxy.freeze();
-      await revokeTokenDigest(direct, tokenDigest(stolen), 60);
+      await revokeTokenDigest(direct, tokenDigest(stolen), MIN_REVOCATION_SECONDS);
       const noticedMs = await until(() => !revocations.live(), 10_000);
       console.info(`revocation listener: a silent link noticed after ${Math.round(noticedMs)} ms`);
       // LIVE_WINDOW_MS (1 s) after the last answered ping, sent at most PING_INTERVAL_MS before.
