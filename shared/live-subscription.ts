@@ -36,6 +36,11 @@ export interface ChannelListener {
   message(text: string): void;
   /** The subscription was lost and is back: messages published in between are gone. */
   resubscribed(): void;
+  /**
+   * Subscribed for the first time: whatever was published before was never heard. For a
+   * listener that kept something before it (the cache keeps nothing until subscribed).
+   */
+  firstSubscribed?(): void;
 }
 
 export interface LiveSubscriptionOptions {
@@ -74,6 +79,7 @@ export function subscribeLive(options: LiveSubscriptionOptions, listener: Channe
         subscribed = true;
         liveness.subscribed(sentAt);
         if (everSubscribed) listener.resubscribed();
+        else listener.firstSubscribed?.();
         everSubscribed = true;
         for (const wake of waiters) wake();
         waiters.clear();

@@ -60,6 +60,11 @@ export function createOpaqueTokens(
     deps.logger.warn(
       'opaque tokens can be revoked only at the identity provider: no Redis (REDIS_URL) to share revocations',
     );
+  // Not waited for at start, unlike the cache bus (build-cache.ts), which bypasses the cache until
+  // it is subscribed. Here nothing is trusted on the strength of a subscription not yet made: a
+  // cached answer costs one EXISTS instead (verifier.ts), answers cached before the first
+  // subscription are forgotten when it comes (revocations.ts), and the cache starts empty, so
+  // the window costs a few reads of Redis, not safety, and Redis being slow delays no start.
   let revocations: Revocations | undefined;
   const verifier: IntrospectionVerifier = createIntrospectionVerifier({
     ...(deps.redis === undefined

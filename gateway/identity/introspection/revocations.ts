@@ -9,7 +9,8 @@
  * without closing. The subscription (shared/live-subscription.ts, as the cache invalidation bus)
  * proves it keeps hearing by PINGs; while it cannot (`live()` false, within about a second of
  * the silence) a cached answer counts only once the record says the token is not revoked, and
- * when the subscription is back after a gap every cached answer is forgotten.
+ * when the subscription is back after a gap, or made for the first time, every cached answer is
+ * forgotten.
  *
  * A record is kept at least MIN_REVOCATION_SECONDS, the longest any replica can hold an answer
  * cached, whatever its config (the schema's ceilings): a replica that missed the message and
@@ -106,6 +107,10 @@ export function watchRevocations(
       },
       // Back after a gap: whatever was published meanwhile is lost, so nothing cached is trusted.
       resubscribed: () => listener.missed(),
+      // Answers cached before the first subscription (checked against the record while it was
+      // not live) would be trusted once it is, though a revocation published between their
+      // record read and the subscription was never heard.
+      firstSubscribed: () => listener.missed(),
     },
   );
 

@@ -56,53 +56,62 @@ async function until(condition: () => boolean, timeoutMs: number): Promise<numbe
   return performance.now() - start;
 }
 
+/**
+ * A verifier whose provider calls every token active and counts its calls, and the revocation
+ * listener wired to it as in opaque-tokens.ts; the listener subscribes on `subscriber`.
+ */
+function listenedVerifier(direct: Redis, subscriber: ReturnType<typeof createSubscriber>) {
+  const counts = { calls: 0, missed: 0 };
+  const revocations = watchRevocations(
+    direct,
+    {
+      revoked: (id) => verifier.forget(id),
+      missed: () => {
+        counts.missed++;
+        verifier.forgetAll();
+      },
+    },
+    pino({ level: 'silent' }),
+    subscriber,
+  );
+  const verifier: IntrospectionVerifier = createIntrospectionVerifier({
+    introspect: () => {
+      counts.calls++;
+      const answer = { active: true, aud: AUDIENCE, sub: 'client-a', customer_id: 'cust-a', scope: '' };
+      return Promise.resolve({ ok: true as const, answer });
+    },
+    judge: answerJudge({
+      issuer: ISSUER,
+      audience: AUDIENCE,
+      customerClaim: 'customer_id',
+      clockSkewSeconds: 5,
+      maxLifetimeSeconds: 3600,
+    }),
+    cacheMaxSeconds: 3600,
+    negativeCacheSeconds: 0,
+    cacheMaxEntries: 100,
+    maxTokenBytes: 4096,
+    now: Date.now,
+    revocations,
+  });
+  return { revocations, verifier, counts };
+}
+
 describe('opaque-token revocations over a listener link that goes silent', () => {
   it('the record decides within the bound, and the cache starts over once the listener is back', async () => {
     const prefix = `${inject('redisPrefix')}revocation-liveness-${randomUUID()}:`;
     const direct = await connect(inject('redisUrl'), prefix);
     const cut = await connect(`redis://127.0.0.1:${proxy.port}`, prefix);
-    let missed = 0;
-    let calls = 0;
-    const revocations = watchRevocations(
-      direct,
-      {
-        revoked: (id) => verifier.forget(id),
-        missed: () => {
-          missed++;
-          verifier.forgetAll();
-        },
-      },
-      pino({ level: 'silent' }),
-      createSubscriber(cut),
-    );
-    // The listener reaches the verifier built next, as in opaque-tokens.ts.
-    const verifier: IntrospectionVerifier = createIntrospectionVerifier({
-      introspect: () => {
-        calls++;
-        const answer = { active: true, aud: AUDIENCE, sub: 'client-a', customer_id: 'cust-a', scope: '' };
-        return Promise.resolve({ ok: true as const, answer });
-      },
-      judge: answerJudge({
-        issuer: ISSUER,
-        audience: AUDIENCE,
-        customerClaim: 'customer_id',
-        clockSkewSeconds: 5,
-        maxLifetimeSeconds: 3600,
-      }),
-      cacheMaxSeconds: 3600,
-      negativeCacheSeconds: 0,
-      cacheMaxEntries: 100,
-      maxTokenBytes: 4096,
-      now: Date.now,
-      revocations,
-    });
+    const { revocations, verifier, counts } = listenedVerifier(direct, createSubscriber(cut));
     const [stolen, other] = [randomUUID(), randomUUID()];
     try {
       await until(() => revocations.live(), 5000);
       expect(revocations.live()).toBe(true);
+      // The first subscription forgets what was cached before it: nothing yet.
+      expect(counts.missed).toBe(1);
       for (const token of [stolen, other]) expect((await verifier.verify(token)).ok).toBe(true);
       expect(verifier.known(stolen)?.customerId).toBe('cust-a');
-      expect(calls).toBe(2);
+      expect(counts.calls).toBe(2);
 
       proxy.freeze();
       await revokeTokenDigest(direct, tokenDigest(stolen), MIN_REVOCATION_SECONDS);
@@ -115,17 +124,17 @@ describe('opaque-token revocations over a listener link that goes silent', () =>
       expect(verifier.known(other)).toBeUndefined();
       expect(await verifier.verify(stolen)).toEqual({ ok: false, kind: 'invalid', reason: 'token revoked' });
       expect(await verifier.verify(other)).toMatchObject({ ok: true, cacheHit: true });
-      expect(calls).toBe(2);
+      expect(counts.calls).toBe(2);
 
       // Past RECONNECT_AFTER_MS the connection is replaced; healed, the listener subscribes anew.
       await new Promise((r) => setTimeout(r, 3500));
       proxy.thaw();
       await until(() => revocations.live(), 10_000);
       expect(revocations.live()).toBe(true);
-      expect(missed).toBe(1);
+      expect(counts.missed).toBe(2);
       expect(verifier.known(other)).toBeUndefined();
       expect((await verifier.verify(other)).ok).toBe(true);
-      expect(calls).toBe(3);
+      expect(counts.calls).toBe(3);
       expect((await verifier.verify(stolen)).ok).toBe(false);
     } finally {
       proxy.thaw();
@@ -133,4 +142,30 @@ describe('opaque-token revocations over a listener link that goes silent', () =>
       await direct.del(revokedKey(tokenDigest(stolen)));
     }
   }, 30_000);
+
+  it('forgets answers cached before its first subscription: a revocation published before it was never heard', async () => {
+    const prefix = `${inject('redisPrefix')}revocation-first-${randomUUID()}:`;
+    const direct = await connect(inject('redisUrl'), prefix);
+    const cut = await connect(`redis://127.0.0.1:${proxy.port}`, prefix);
+    // A gateway just started whose listener has not subscribed yet: its connection hears nothing.
+    proxy.freeze();
+    const { revocations, verifier, counts } = listenedVerifier(direct, createSubscriber(cut));
+    const stolen = randomUUID();
+    try {
+      expect(revocations.live()).toBe(false);
+      expect((await verifier.verify(stolen)).ok).toBe(true);
+      await revokeTokenDigest(direct, tokenDigest(stolen), MIN_REVOCATION_SECONDS);
+      proxy.thaw();
+      await until(() => revocations.live(), 10_000);
+      expect(revocations.live()).toBe(true);
+      expect(counts.missed).toBe(1);
+      expect(verifier.known(stolen)).toBeUndefined();
+      expect(await verifier.verify(stolen)).toEqual({ ok: false, kind: 'invalid', reason: 'token revoked' });
+      expect(counts.calls).toBe(2);
+    } finally {
+      proxy.thaw();
+      revocations.close();
+      await direct.del(revokedKey(tokenDigest(stolen)));
+    }
+  }, 20_000);
 });
