@@ -54,9 +54,8 @@ const RULES: Rule[] = [
       'test/gateway/websocket/handshake.test.ts (the same echo and 101 handshake through the gateway, with ws)',
   },
   {
-    pattern: /^(CA=|curl .*(\$API|localhost:8443)|for i in \$\(seq)/,
-    tested:
-      'the API tour: test/first-run/zero-config.test.ts makes the same requests (fetch, not curl) to npm start',
+    pattern: /^(CA=|curl .*\$CA\b|for i in \$\(seq)/,
+    tested: "the README's API tour: test/docs/readme-tour.test.ts runs each line with curl",
   },
   {
     pattern: /^npm run -s docs:config$|^npm run docs:config$/,
