@@ -23,35 +23,90 @@ export function compose(
   timer?: StageTimer,
 ): (ctx: GatewayContext) => Promise<void> {
   return function run(ctx) {
-    // Timing: the stages nest (each awaits at most one next()), so the one settling last before
-    // a stage is the one after it, whose whole time is left here for that stage to subtract.
-    let laterStages = 0;
+    const clock = timer === undefined ? undefined : new StageClock(timer, stages.length);
     const dispatch = (index: number): Promise<void> => {
       const named = stages[index];
       if (named === undefined) return Promise.resolve();
-      let called = false;
+      let handedOn: Promise<void> | undefined;
       const next = () => {
-        if (called) return Promise.reject(new Error(`stage ${named.name} called next() twice`));
-        called = true;
-        return dispatch(index + 1);
+        if (handedOn !== undefined) return twice(named);
+        handedOn = dispatch(index + 1);
+        return handedOn;
       };
+      clock?.started(index);
+      const returned = invoke(named.stage, ctx, next);
+      // What next() returned, handed back as it is (a stage with no response side): it rejects
+      // only when the client is gone, which answerWithProblem passes on anyway, so such a
+      // stage costs no reaction and promise of its own per request.
+      if (returned === handedOn) {
+        clock?.handedBack(index);
+        return returned;
+      }
       const onError = (error: unknown) => answerWithProblem(ctx, named.name, error);
-      if (timer === undefined) return invoke(named.stage, ctx, next).catch(onError);
+      if (clock === undefined) return returned.catch(onError);
       // One reaction either way, as without timing: no promise is added per stage.
-      laterStages = 0;
-      const startedAt = performance.now();
-      const settle = () => {
-        const total = performance.now() - startedAt;
-        timer(index, (total - laterStages) / 1000);
-        laterStages = total;
-      };
-      return invoke(named.stage, ctx, next).then(settle, (error: unknown) => {
-        onError(error);
-        settle();
-      });
+      return returned.then(
+        () => clock.settled(index),
+        (error: unknown) => {
+          onError(error);
+          clock.settled(index);
+        },
+      );
     };
     return dispatch(0);
   };
+}
+
+/**
+ * Each stage's own time in one request, told to the timer. The stages nest (each awaits at
+ * most one next()), so the one settling last before a stage is the one after it, whose whole
+ * time is left in `laterStages` for that stage to subtract. A stage that handed next()'s
+ * promise back has no time after next(): its time is told at once, and the stage below it
+ * leaves its whole time, that stage's included, for the stage above to subtract.
+ */
+class StageClock {
+  readonly #timer: StageTimer;
+  readonly #stages: number;
+  #laterStages = 0;
+  /** By stage index: when it began, and whether it handed next() back. */
+  readonly #startedAt: number[] = [];
+  readonly #handedBack: boolean[] = [];
+
+  constructor(timer: StageTimer, stages: number) {
+    this.#timer = timer;
+    this.#stages = stages;
+  }
+
+  started(index: number): void {
+    this.#laterStages = 0;
+    this.#startedAt[index] = performance.now();
+    this.#handedBack[index] = false;
+  }
+
+  handedBack(index: number): void {
+    this.#handedBack[index] = true;
+    const now = performance.now();
+    this.#timer(index, ((this.#startedAt[index + 1] ?? now) - this.#startedAt[index]!) / 1000);
+    // The last stage: nothing below settles to leave its time for the stages above.
+    if (index + 1 === this.#stages) this.#leaveFor(index, now);
+  }
+
+  settled(index: number): void {
+    const now = performance.now();
+    this.#timer(index, (now - this.#startedAt[index]! - this.#laterStages) / 1000);
+    this.#leaveFor(index, now);
+  }
+
+  /** The whole time from the first of the stages that handed back right above `index`. */
+  #leaveFor(index: number, now: number): void {
+    let first = index;
+    while (first > 0 && this.#handedBack[first - 1] === true) first--;
+    this.#laterStages = now - this.#startedAt[first]!;
+  }
+}
+
+function twice(named: NamedStage): Promise<void> {
+  return Promise.reject(new Error(`stage ${named.name} called next() twice`));
 }
 
 /**
