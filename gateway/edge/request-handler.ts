@@ -13,8 +13,12 @@ import { answerWithTunnel } from './tunnel-answer.ts';
 import type { ClientRequest } from '../pipeline/client-request.ts';
 import { ClientSignal } from '../pipeline/client-signal.ts';
 import { ClientGoneError, createContext, type GatewayContext } from '../pipeline/context.ts';
+import type { RequestEnd } from '../pipeline/live-handler.ts';
 
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
+
+/** A generation's handler: `end` hears once that the request's response has closed. */
+export type GenerationHandler = (req: IncomingMessage, res: ServerResponse, end?: RequestEnd) => void;
 
 export interface RequestHandlerDeps {
   run: (ctx: GatewayContext) => Promise<void>;
@@ -27,7 +31,7 @@ export interface RequestHandlerDeps {
   gatewayFields?: readonly string[];
 }
 
-export function createRequestHandler(deps: RequestHandlerDeps): RequestHandler {
+export function createRequestHandler(deps: RequestHandlerDeps): GenerationHandler {
   const { run, log, clientIpOf, accounting } = deps;
   const answerHeaders = deps.answerHeaders ?? {};
 
@@ -73,7 +77,7 @@ export function createRequestHandler(deps: RequestHandlerDeps): RequestHandler {
     }
   }
 
-  return function onRequest(req, res) {
+  return function onRequest(req, res, end) {
     const timing = { startedMs: performance.now(), startedAt: Date.now() };
     const signal = new ClientSignal();
     const ctx = createContext(req, res, log, signal, clientIpOf(req), hasRequestBody(req) ? req : null);
@@ -85,7 +89,10 @@ export function createRequestHandler(deps: RequestHandlerDeps): RequestHandler {
       accounted = true;
       accounting.finished(ctx, progress, timing);
     };
+    // 'close' ends every response, finished or cut, on HTTP/1.1 and HTTP/2 alike: the one
+    // listener per request, which tells the pipeline's generation too (live-handler.ts).
     res.once('close', () => {
+      end?.ended();
       if (!res.writableFinished) signal.abort();
       account(res);
     });

@@ -8,9 +8,18 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
+/** Told once that a request of a generation has ended: its response closed, finished or cut. */
+export interface RequestEnd {
+  ended(): void;
+}
+
 /** One pipeline built from one config: its handler, and what closes what it opened. */
 export interface PipelineGeneration {
-  handle(req: IncomingMessage, res: ServerResponse): void;
+  /**
+   * Handles one request, and tells `end` once its response has closed: from the close
+   * listener the handler has anyway, rather than one more listener per request here.
+   */
+  handle(req: IncomingMessage, res: ServerResponse, end: RequestEnd): void;
   close(): Promise<void>;
 }
 
@@ -30,12 +39,24 @@ export interface LiveHandler<G extends PipelineGeneration> {
   close(): Promise<void>;
 }
 
-interface Tracked<G> {
-  generation: G;
-  inFlight: number;
-  retired: boolean;
-  closed?: Promise<void>;
-  whenClosed: { promise: Promise<void>; resolve(): void };
+/** A generation with its count of requests in flight: each request's end is told to it. */
+class Tracked<G> implements RequestEnd {
+  readonly generation: G;
+  inFlight = 0;
+  retired = false;
+  closed: Promise<void> | undefined = undefined;
+  readonly whenClosed = settled();
+  readonly #onIdle: (tracked: Tracked<G>) => void;
+
+  constructor(generation: G, onIdle: (tracked: Tracked<G>) => void) {
+    this.generation = generation;
+    this.#onIdle = onIdle;
+  }
+
+  ended(): void {
+    this.inFlight--;
+    this.#onIdle(this);
+  }
 }
 
 function settled(): { promise: Promise<void>; resolve(): void } {
@@ -48,21 +69,16 @@ export function createLiveHandler<G extends PipelineGeneration>(
   first: G,
   onCloseError: (error: unknown) => void,
 ): LiveHandler<G> {
-  const track = (generation: G): Tracked<G> => ({
-    generation,
-    inFlight: 0,
-    retired: false,
-    whenClosed: settled(),
-  });
-  let current = track(first);
   const retiring = new Set<Tracked<G>>();
-
   const closeWhenIdle = (tracked: Tracked<G>): void => {
     if (!tracked.retired || tracked.inFlight > 0 || tracked.closed !== undefined) return;
     retiring.delete(tracked);
     tracked.closed = tracked.generation.close().catch(onCloseError);
     void tracked.closed.then(() => tracked.whenClosed.resolve());
   };
+
+  const track = (generation: G) => new Tracked(generation, closeWhenIdle);
+  let current = track(first);
 
   const retire = (tracked: Tracked<G>): Promise<void> => {
     tracked.retired = true;
@@ -75,12 +91,7 @@ export function createLiveHandler<G extends PipelineGeneration>(
     handle(req, res) {
       const tracked = current;
       tracked.inFlight++;
-      // 'close' ends every response, finished or cut, on HTTP/1.1 and HTTP/2 alike.
-      res.once('close', () => {
-        tracked.inFlight--;
-        closeWhenIdle(tracked);
-      });
-      tracked.generation.handle(req, res);
+      tracked.generation.handle(req, res, tracked);
     },
     current: () => current.generation,
     draining: () => [...retiring].filter((tracked) => tracked.closed === undefined).length,
