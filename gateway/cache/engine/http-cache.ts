@@ -25,7 +25,7 @@ import type { CacheStats, Outcome } from './cache-stats.ts';
 import type { CacheRequest, Fill, Insertion, ReceivedResponse, Selection } from './cache-types.ts';
 import { lookupPartitions, storePartition } from '../rules/partition.ts';
 import { postAnswersGet } from '../rules/post-answer.ts';
-import { createPolicyFactory, type PolicyFactory } from '../rules/policy.ts';
+import { createPolicyFactory, plainlyFresh, type PolicyFactory } from '../rules/policy.ts';
 import { readSemantics, type ResponseSemantics } from '../rules/response-semantics.ts';
 import { storability } from '../rules/storability.ts';
 import { languageSelects, varyValue } from '../rules/vary-values.ts';
@@ -379,6 +379,7 @@ function languageMatches(entry: StoredResponse, headers: IncomingHttpHeaders): b
 
 function evaluate(entry: StoredResponse, request: CacheRequest): Selection {
   const { policy, semantics } = entry;
+  if (plainlyFresh(policy, request.directives)) return { kind: 'fresh', entry };
   const result = policy.evaluateRequest(request.view);
   const stale = policy.stale();
   if (result.response !== undefined && (!stale || !semantics.neverStale)) {

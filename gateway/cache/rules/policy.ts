@@ -24,7 +24,7 @@
  */
 import CachePolicy from 'http-cache-semantics';
 import type { IncomingHttpHeaders } from 'node:http';
-import { deltaSeconds, firstValue, joinField, parseCacheControl } from './directives.ts';
+import { deltaSeconds, firstValue, joinField, parseCacheControl, type Directives } from './directives.ts';
 import { formatHttpDate, parseHttpDate } from '../../foundation/http-date.ts';
 import type { Headers, ResponseSemantics } from './response-semantics.ts';
 
@@ -85,6 +85,23 @@ export function createPolicyFactory(options: PolicyOptions): PolicyFactory {
       return policy;
     },
   };
+}
+
+/** The request directives the library weighs when a stored response is asked for. */
+const FRESHNESS_DIRECTIVES = ['no-cache', 'max-age', 'min-fresh', 'max-stale'] as const;
+
+/**
+ * Whether `policy` answers a request with `directives` as a plain fresh hit, told without the
+ * library's evaluateRequest, which per call copies the request's fields into a view and the
+ * response's into a result and formats a date. Exactly its verdict for such a request: every
+ * view (requestView, responseView) has the one host, method GET, no Vary (the store matches
+ * variants) and no must-revalidate (kept out), so with none of these directives it answers
+ * "use it, nothing to revalidate" precisely when the response is not stale. Any of them, and
+ * the caller asks the library.
+ */
+export function plainlyFresh(policy: Policy, directives: Directives): boolean {
+  for (const name of FRESHNESS_DIRECTIVES) if (directives.has(name)) return false;
+  return !policy.stale();
 }
 
 /**
