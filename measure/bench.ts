@@ -21,7 +21,6 @@
  * own, interleaved with this one's, so a change is measured before and after in one run),
  * BENCH_NO_INSTALL (set: never apt-get install nginx; its rows are printed as missing).
  */
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, release, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -36,7 +35,7 @@ import {
 } from './bench/children.ts';
 import { measureCapacity } from './bench/capacity.ts';
 import { measureRow, type Sample } from './bench/measure.ts';
-import { childLogNames, startProcesses, type Settings } from './bench/processes.ts';
+import { buildProduct, childLogNames, startProcesses, type Settings } from './bench/processes.ts';
 import { printReport } from './bench/report.ts';
 import { printField } from './bench/report-field.ts';
 import { defineRows } from './bench/rows.ts';
@@ -116,17 +115,8 @@ async function cleanUp(stores: BenchStores | undefined, dir: string | undefined)
   if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
 }
 
-/** `npm run build`: the gateway row runs the built output, as production does. */
-function build(): void {
-  process.stderr.write('bench: npm run build ...\n');
-  execFileSync('npm', ['run', '-s', 'build'], {
-    cwd: new URL('..', import.meta.url).pathname,
-    stdio: ['ignore', 2, 2],
-  });
-}
-
 async function run(stores: BenchStores, dir: string): Promise<void> {
-  build();
+  buildProduct('bench');
   const idle = await idleCheck();
   const placement = choosePlacement();
   // The driver is idle while autocannon runs, but keep it off the measured CPU all the same.

@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import type { Agent } from 'undici';
 import { killChildren } from './bench/children.ts';
+import { buildProduct } from './bench/processes.ts';
 import { createBenchStores, StoreMissing, type BenchStores } from './bench/stores.ts';
 import { answerHelp } from '../scripts/cli-args.ts';
 import { createAgent, SoakClient } from './soak/client.ts';
@@ -199,6 +200,7 @@ function printLogs(stack: Stack): void {
 }
 
 async function soak(run: Run, minutes: number): Promise<number> {
+  buildProduct('soak');
   const stores = await createBenchStores(process.env, 'soak');
   run.stores = stores;
   run.dir = mkdtempSync(join(tmpdir(), 'portico-soak-'));

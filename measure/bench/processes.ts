@@ -8,7 +8,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import type { ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { Agent, request } from 'undici';
 import { ensureDevPki, type DevPkiFiles } from '../../shared/dev-pki.ts';
 import { generateSelfSigned } from '../../shared/self-signed.ts';
@@ -109,6 +109,15 @@ function gatewayNodeArgs(): string[] {
 export function shippedGatewayCommand(root = ROOT): string[] {
   const { flags, entry } = shippedGateway(root);
   return [...flags, join(root, entry)];
+}
+
+/**
+ * `npm run build`: the bench's gateway rows and the soak run the built output, as production
+ * does. `who` names the command in its progress line.
+ */
+export function buildProduct(who: string, root = ROOT): void {
+  process.stderr.write(`${who}: npm run build ...\n`);
+  execFileSync('npm', ['run', '-s', 'build'], { cwd: root, stdio: ['ignore', 2, 2] });
 }
 
 /** The node flags and entry point of the `gateway` npm script of the checkout at `root`. */

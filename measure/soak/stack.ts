@@ -1,7 +1,7 @@
 /**
  * The soak's stack: the resource service and the gateway as separate processes, started the
- * way production starts them (`node resource-service/main.ts`, `node gateway/main.ts`) on the
- * run's own database, Redis key prefix and data dir, with a config file written for the run.
+ * way production starts them (the built output: `npm run service`'s `dist/resource-service/main.js`,
+ * and `npm run gateway`'s command with its node flags) on the run's own database, Redis key prefix and data dir, with a config file written for the run.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -9,6 +9,7 @@ import type { ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { request } from 'undici';
 import { childEnv, freePort, startNode, waitUntil } from '../bench/children.ts';
+import { shippedGatewayCommand } from '../bench/processes.ts';
 import type { BenchStores } from '../bench/stores.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
@@ -102,7 +103,7 @@ export async function startStack(stores: BenchStores, dir: string, logLevel: str
   writeFileSync(join(dir, 'gateway.json'), JSON.stringify(gatewayConfig(urls.service), null, 2));
 
   // Gateway and service share the data dir: its assertion keys and development issuer.
-  const service = startNode([...preload, join(ROOT, 'resource-service/main.ts')], {
+  const service = startNode([...preload, join(ROOT, 'dist/resource-service/main.js')], {
     cpu: undefined,
     captureStdout: true,
     logFile: join(dir, 'service.stderr'),
@@ -119,7 +120,9 @@ export async function startStack(stores: BenchStores, dir: string, logLevel: str
   const serviceLog = watchLog(service);
   await waitUntil('resource service', service, () => answers200(`${urls.service}/healthz`), 60_000);
 
-  const gateway = startNode([...preload, join(ROOT, 'gateway/main.ts')], {
+  // As shipped: the built output with the `gateway` npm script's node flags (heap sizing
+  // included), which is what the soak's memory verdict is about.
+  const gateway = startNode([...preload, ...shippedGatewayCommand(ROOT)], {
     cpu: undefined,
     captureStdout: true,
     logFile: join(dir, 'gateway.stderr'),
