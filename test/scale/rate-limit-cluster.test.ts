@@ -17,7 +17,7 @@ import { createRedisConnection, parseHostPorts, waitForRedis, type RedisClient }
 import { closeAll } from '../support/close-all.ts';
 import { startRedisCluster, type OwnRedisCluster } from '../support/redis-cluster.ts';
 import type { RedisNode } from '../support/redis-nodes.ts';
-import { callerLoad, holdsTheBound, until } from './support/admissions.ts';
+import { callerLoad, everyGatewayKnowsFleet, holdsTheBound, until } from './support/admissions.ts';
 import { FAILOVER_TEST_TIMEOUT_MS } from './support/failover-load.ts';
 import { freshCustomer, startScaleFixture, type ScaleFixture } from './support/scale-fixture.ts';
 
@@ -96,6 +96,7 @@ describe('Redis Cluster under traffic: a reshard, a master killed', () => {
       for (let i = 0; i < 100 && (await fleet.zcard(`${prefix}rl:fleet`)) < 2; i++)
         await new Promise((r) => setTimeout(r, 100));
       expect(await fleet.zcard(`${prefix}rl:fleet`)).toBe(2);
+      expect(await everyGatewayKnowsFleet(gateways, 2, 10_000)).toBe(true);
 
       const customer = freshCustomer();
       const key = `${prefix}rl:p:default:60:{${customer}}`;
@@ -155,6 +156,8 @@ describe('Redis Cluster under traffic: a reshard, a master killed', () => {
       const gateways = [await fixture.gateway(rateLimits, env), await fixture.gateway(rateLimits, env)];
       const fleet = observer!;
       expect(await until(async () => (await fleet.zcard(`${prefix}rl:fleet`)) === 2, 10_000)).toBe(true);
+      // Listed is not known: each gateway counts two only at its own next heartbeat.
+      expect(await everyGatewayKnowsFleet(gateways, 2, 10_000)).toBe(true);
       // Two callers whose counters live on one master: the one killed.
       const keyOf = (customer: string) => `${prefix}rl:p:default:60:{${customer}}`;
       const [before, after] = [freshCustomer(), freshCustomer()];

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createRedisConnection, parseHostPorts, waitForRedis, type RedisClient } from '../../shared/redis.ts';
 import { closeAll } from '../support/close-all.ts';
 import { startRedisSentinel, type OwnRedisSentinel } from '../support/redis-sentinel.ts';
-import { callerLoad, holdsTheBound, until } from './support/admissions.ts';
+import { callerLoad, everyGatewayKnowsFleet, holdsTheBound, until } from './support/admissions.ts';
 import { FAILOVER_TEST_TIMEOUT_MS } from './support/failover-load.ts';
 import { freshCustomer, startScaleFixture, type ScaleFixture } from './support/scale-fixture.ts';
 
@@ -60,9 +60,12 @@ describe('the Redis master is lost under traffic (Sentinel)', () => {
       observer.on('error', () => {});
       expect(await waitForRedis(observer, 10_000)).toBe(true);
       // Both gateways heartbeat: each knows the fleet is two before the master goes (not
-      // asserted: the admissions below are what matters, and tell if they did not).
+      // asserted: the admissions below are what matters, and tell if they did not). The set
+      // lists both at the second gateway's first heartbeat; the first gateway counts two only at
+      // its own next one, so each is asked what it counts.
       const fleet = observer;
-      const knowsFleet = await until(async () => (await fleet.zcard('rl:fleet')) === 2, 8000);
+      const listed = await until(async () => (await fleet.zcard('rl:fleet')) === 2, 8000);
+      const knowsFleet = listed && (await everyGatewayKnowsFleet(gateways, 2, 8000));
       // The replica has the heartbeats too before the master goes.
       await new Promise((r) => setTimeout(r, 500));
 

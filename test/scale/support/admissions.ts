@@ -100,6 +100,30 @@ export async function until(condition: () => Promise<boolean>, timeoutMs: number
 }
 
 /**
+ * Whether every gateway itself counts `size` gateways in its fleet (its dashboard's
+ * `rateLimit.fleetSize`), within `timeoutMs`. The bound "limit + one share each" holds once each
+ * gateway has heard a heartbeat count of the whole fleet: a gateway learns of one that joined
+ * after it only at its own next heartbeat (every 2 s, fleet-share.ts), so a Redis set that
+ * already lists both says nothing of what each gateway knows.
+ */
+export function everyGatewayKnowsFleet(
+  gateways: readonly GatewayProcess[],
+  size: number,
+  timeoutMs: number,
+): Promise<boolean> {
+  return until(async () => {
+    const sizes = await Promise.all(
+      gateways.map(async (gateway) => {
+        const response = await fetch(`http://127.0.0.1:${gateway.adminPort}/dashboard.json`);
+        const { rateLimit } = (await response.json()) as { rateLimit: { fleetSize: number } };
+        return rateLimit.fleetSize;
+      }),
+    );
+    return sizes.every((known) => known === size);
+  }, timeoutMs);
+}
+
+/**
  * Prints what a master kill admitted to the caller at its limit before it and to the caller
  * whose traffic started after it, and holds both to the bound. Each must have been refused at
  * least once: the limit was reached, so the bound was tested.
