@@ -37,7 +37,6 @@ type Message =
   | { type: typeof RELOAD_ALL.request; id: number }
   | { type: typeof CONFIG_STATE_ALL.request; id: number };
 
-
 /** True in a process the primary started: it reports to the primary. */
 export const isWorker = (): boolean => cluster.isWorker;
 

@@ -25,7 +25,6 @@ export { parseHostPorts, redisKeyPrefixFromEnv, redisTargetFromEnv } from './red
 /** A connection to Redis as the gateway uses it: a node (alone or behind Sentinel) or a cluster. */
 export type RedisClient = Redis | Cluster;
 
-
 export interface RedisOptions {
   url: string;
   /** Prepended to every key, so that deployments and test runs never share keys. */
@@ -62,7 +61,6 @@ export function createRedisClient(options: RedisOptions & { tls?: RedisTls }): L
     ...(options.tls === undefined ? {} : { tls: options.tls }),
   });
 }
-
 
 /** A client for `target`; its commands fail fast (see the file comment) in every mode. */
 export function createRedisConnection(target: RedisTarget, options: ConnectionOptions = {}): RedisClient {
