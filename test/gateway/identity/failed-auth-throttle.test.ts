@@ -67,15 +67,18 @@ async function withPortico(
   }
 }
 
+/** 60 forged tokens, each a new credential, sent at once. */
+async function sixtyConcurrentGuesses(portico: Parameters<typeof forgedToken>[0]) {
+  const tokens = await Promise.all(Array.from({ length: 60 }, (_, i) => forgedToken(portico, i)));
+  return Promise.all(tokens.map((token) => portico.call('GET', '/v1/orders', { token })));
+}
+
 describe('failed-authentication throttle', () => {
   it('counts guesses atomically before verifying them: 60 concurrent bad tokens, limit 20 → 20 verified', async () => {
     await withPortico(
       20,
       async (portico) => {
-        const tokens = await Promise.all(Array.from({ length: 60 }, (_, i) => forgedToken(portico, i)));
-        const replies = await Promise.all(
-          tokens.map((token) => portico.call('GET', '/v1/orders', { token })),
-        );
+        const replies = await sixtyConcurrentGuesses(portico);
         const statuses = replies.map((reply) => reply.status);
         expect(statuses.filter((status) => status === 401)).toHaveLength(20);
         expect(statuses.filter((status) => status === 429)).toHaveLength(40);
@@ -90,10 +93,7 @@ describe('failed-authentication throttle', () => {
     await withPortico(
       20,
       async (portico) => {
-        const tokens = await Promise.all(Array.from({ length: 60 }, (_, i) => forgedToken(portico, i)));
-        const replies = await Promise.all(
-          tokens.map((token) => portico.call('GET', '/v1/orders', { token })),
-        );
+        const replies = await sixtyConcurrentGuesses(portico);
         const statuses = replies.map((reply) => reply.status);
         expect(statuses.filter((status) => status === 401)).toHaveLength(30);
         expect(statuses.filter((status) => status === 429)).toHaveLength(30);
