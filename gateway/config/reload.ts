@@ -7,12 +7,11 @@
  * that cannot be built, changes nothing; each problem is reported by its path in the file.
  */
 import { createHash } from 'node:crypto';
-import { readFileSync, watch } from 'node:fs';
-import type { FSWatcher } from 'node:fs';
-import { basename, dirname } from 'node:path';
+import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import type { GatewayConfig } from './schema/gateway.ts';
 import { ConfigError, loadConfigFile } from './load.ts';
+import { watchConfigPath } from './config-watch.ts';
 
 /**
  * A build that failed, one line per problem: the builder's messages name their key where they
@@ -57,18 +56,6 @@ export function configVersion(path: string): string {
   } catch {
     return 'unreadable';
   }
-}
-
-/** Editors write files in several steps; wait for them to settle. */
-const SETTLE_MS = 200;
-
-/**
- * Whether a directory event may have changed the config file: its own name, or an entry of
- * the kubelet's atomic writer (a ConfigMap or Secret volume), which never writes the file but
- * swaps the `..data` link to a new `..<timestamp>` directory; the file is a link through it.
- */
-export function mayChangeConfig(eventName: string | null, configName: string): boolean {
-  return eventName === null || eventName === configName || eventName.startsWith('..');
 }
 
 /**
@@ -145,7 +132,6 @@ export function watchConfigFile(
     onResult?: (result: ReloadResult) => void;
   },
 ): ConfigReloader {
-  let timer: NodeJS.Timeout | undefined;
   let applied = deps.running;
   // What was last reported as needing a restart, so a file event does not repeat it.
   let pendingRestart = '';
@@ -211,28 +197,12 @@ export function watchConfigFile(
       at: '',
     };
   };
-  // Watch the directory, not the file: an editor's rename-into-place replaces the inode, and
-  // the kubelet swaps a link beside it.
-  let watcher: FSWatcher | undefined;
-  try {
-    watcher = watch(dirname(path), (_event, name) => {
-      if (!mayChangeConfig(name, basename(path))) return;
-      clearTimeout(timer);
-      timer = setTimeout(() => void reload('file change'), SETTLE_MS);
-    });
-    watcher.on('error', (error) => deps.log.warn({ err: { message: error.message } }, 'config watch failed'));
-  } catch (error) {
-    deps.log.warn(
-      { err: { message: (error as Error).message } },
-      'cannot watch the config file; SIGHUP still reloads',
-    );
-  }
+  const watch = watchConfigPath(path, deps.log, () => void reload('file change'));
 
   return {
     reload,
     close() {
-      clearTimeout(timer);
-      watcher?.close();
+      watch.close();
     },
   };
 }

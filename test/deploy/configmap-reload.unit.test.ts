@@ -62,3 +62,50 @@ describe('a ConfigMap volume', () => {
     }
   });
 });
+
+describe('a config file linked from another folder', () => {
+  it('applies an edit of the file the link points to', async () => {
+    // /etc/portico/portico.yaml → /srv/configs/portico.yaml: an operator edits the target.
+    const linkDir = join(dir, 'etc-portico');
+    const targetDir = join(dir, 'srv-configs');
+    mkdirSync(linkDir);
+    mkdirSync(targetDir);
+    const target = join(targetDir, 'portico.yaml');
+    writeFileSync(target, configWithLimit(600));
+    const file = join(linkDir, 'portico.yaml');
+    symlinkSync(target, file);
+    const applied: GatewayConfig[] = [];
+    const log = pino({ level: 'silent' }, new Writable({ write: (_c, _e, callback) => callback() }));
+    const reloader = watchConfigFile(
+      file,
+      {},
+      { log, running: loadConfigFile(file, {}).config, apply: (c) => void applied.push(c) },
+    );
+    try {
+      // An editor's save: a new file renamed over the old one, in the target's folder.
+      writeFileSync(join(targetDir, '.portico.yaml.swp'), configWithLimit(5));
+      renameSync(join(targetDir, '.portico.yaml.swp'), target);
+      const deadline = Date.now() + 5000;
+      while (applied.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      expect(applied.map((c) => c.rateLimits.policies[0]!.limit)).toEqual([5]);
+
+      // The link pointed at a file in a third folder: that folder's edits count from then on.
+      const thirdDir = join(dir, 'opt-configs');
+      mkdirSync(thirdDir);
+      writeFileSync(join(thirdDir, 'portico.yaml'), configWithLimit(7));
+      symlinkSync(join(thirdDir, 'portico.yaml'), join(linkDir, '.portico.yaml.new'));
+      renameSync(join(linkDir, '.portico.yaml.new'), file);
+      await until(() => applied.length === 2);
+      writeFileSync(join(thirdDir, 'portico.yaml'), configWithLimit(8));
+      await until(() => applied.length === 3);
+      expect(applied.map((c) => c.rateLimits.policies[0]!.limit)).toEqual([5, 7, 8]);
+    } finally {
+      reloader.close();
+    }
+  });
+});
+
+async function until(done: () => boolean): Promise<void> {
+  const deadline = Date.now() + 5000;
+  while (!done() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+}
