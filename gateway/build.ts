@@ -255,6 +255,7 @@ async function buildShared(
   const limiter = createRateLimiter(config.rateLimits, {
     redis: deps.redis,
     storeFailureLog: createStoreFailureLog(log),
+    log,
   });
   lifecycle.defer('rate limiter', () => limiter.close());
   metrics.watchRateLimiter(() => limiter.status());

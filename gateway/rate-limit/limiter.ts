@@ -7,6 +7,7 @@
  * explicit policy (`onStoreFailure`), decided here and nowhere else. A request refused by any
  * policy (or by the store) is charged to none: the policies that counted it give it back.
  */
+import { pino, type Logger } from 'pino';
 import type { Principal } from '../../shared/principal.ts';
 import type { RedisClient } from '../../shared/redis.ts';
 import { AddressThrottles, type AuthAttempt } from './address-throttles.ts';
@@ -147,13 +148,16 @@ export interface RateLimiterDeps {
   redis?: RedisClient | undefined;
   /** Where store failures are reported (store-failure-log.ts: one line per policy per interval). */
   storeFailureLog?: StoreFailureLog;
+  /** Where the fleet's join subscription reports its outages (silent if none: tests). */
+  log?: Logger;
 }
 
 export function createRateLimiter(initial: RateLimitsConfig, deps: RateLimiterDeps): RateLimiter {
   const { redis } = deps;
   let config = initial;
   const limitedCallers = createMostLimited();
-  const fleet = redis === undefined ? undefined : joinFleet(redis, () => config.expectedGateways);
+  const log = deps.log ?? pino({ level: 'silent' });
+  const fleet = redis === undefined ? undefined : joinFleet(redis, () => config.expectedGateways, log);
   const counting = redis === undefined ? undefined : openCountingConnection(redis, config.storeTimeoutMs);
   const counter = new PolicyCounter(redis, counting, fleet, deps.storeFailureLog);
 

@@ -14,6 +14,7 @@ import {
   type RateLimitSubject,
 } from '../../../gateway/rate-limit/limiter.ts';
 import { createRedisClient, waitForRedis } from '../../../shared/redis.ts';
+import { justAfterHeartbeat, listening } from '../../support/fleet-watch.ts';
 import { startOwnRedis, type OwnRedis } from '../../support/redis-server.ts';
 
 const clients: Redis[] = [];
@@ -137,5 +138,33 @@ describe('a store failure counts the share of the limit, not the whole limit', (
     // Each counts its share, 25: the fleet admits the limit, where each used to admit 50.
     expect(admitted).toHaveLength(50);
     for (const g of gateways) expect(g.status().fleetSize).toBe(2);
+  });
+
+  it('Redis stops right after a gateway joins: the older one already counts it', async () => {
+    const own = await startOwnRedis();
+    servers.push(own);
+    const prefix = `t${randomUUID()}:`;
+    const config: RateLimitsConfig = {
+      ...DEFAULT_RATE_LIMITS,
+      onStoreFailure: 'memory',
+      policies: [{ name: 'default', key: 'principal', limit: 50, window: '60s' }],
+    };
+    const observer = await connect(own.url, prefix, 200);
+    const older = limiterOf(config, await connect(own.url, prefix, 200));
+    // Not asserted: the admissions below fail anyway if the older gateway does not hear joins.
+    await listening(observer, `${prefix}rl:fleet-joined`, 1, 3000);
+    // The older gateway's next heartbeat is then about 2 s away: only the join can tell it.
+    expect(await justAfterHeartbeat(observer)).toBe(true);
+    const newer = limiterOf(config, await connect(own.url, prefix, 200));
+    await until(() => newer.status().fleetSize === 2, 'the newer gateway has joined', 1000);
+    await own.stop();
+    const decisions = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => [older, newer][i % 2]!.check(subject())),
+    );
+    const admitted = decisions.filter((d) => d.kind === 'allowed');
+    expect(admitted.every((d) => d.store === 'memory')).toBe(true);
+    // 25 each; an older gateway that still counted a fleet of one admitted 50 of its own.
+    expect(admitted).toHaveLength(50);
+    expect(older.status().fleetSize).toBe(2);
   });
 });
