@@ -156,7 +156,7 @@ describe('Redis Cluster under traffic: a reshard, a master killed', () => {
       const gateways = [await fixture.gateway(rateLimits, env), await fixture.gateway(rateLimits, env)];
       const fleet = observer!;
       expect(await until(async () => (await fleet.zcard(`${prefix}rl:fleet`)) === 2, 10_000)).toBe(true);
-      // Listed is not known: each gateway counts two only at its own next heartbeat.
+      // Listed is announced too (fleet-share.ts); each gateway is asked what it counts all the same.
       expect(await everyGatewayKnowsFleet(gateways, 2, 10_000)).toBe(true);
       // Two callers whose counters live on one master: the one killed.
       const keyOf = (customer: string) => `${prefix}rl:p:default:60:{${customer}}`;

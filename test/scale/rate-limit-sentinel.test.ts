@@ -61,8 +61,8 @@ describe('the Redis master is lost under traffic (Sentinel)', () => {
       expect(await waitForRedis(observer, 10_000)).toBe(true);
       // Both gateways heartbeat: each knows the fleet is two before the master goes (not
       // asserted: the admissions below are what matters, and tell if they did not). The set
-      // lists both at the second gateway's first heartbeat; the first gateway counts two only at
-      // its own next one, so each is asked what it counts.
+      // lists both at the second gateway's first heartbeat, which announces the join to the
+      // first (fleet-share.ts); each is asked what it counts all the same.
       const fleet = observer;
       const listed = await until(async () => (await fleet.zcard('rl:fleet')) === 2, 8000);
       const knowsFleet = listed && (await everyGatewayKnowsFleet(gateways, 2, 8000));

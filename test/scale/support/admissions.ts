@@ -102,9 +102,8 @@ export async function until(condition: () => Promise<boolean>, timeoutMs: number
 /**
  * Whether every gateway itself counts `size` gateways in its fleet (its dashboard's
  * `rateLimit.fleetSize`), within `timeoutMs`. The bound "limit + one share each" holds once each
- * gateway has heard a heartbeat count of the whole fleet: a gateway learns of one that joined
- * after it only at its own next heartbeat (every 2 s, fleet-share.ts), so a Redis set that
- * already lists both says nothing of what each gateway knows.
+ * gateway counts the whole fleet: a join is announced to the others at once (fleet-share.ts),
+ * but a gateway whose subscription was not live then learns it only at its next heartbeat.
  */
 export function everyGatewayKnowsFleet(
   gateways: readonly GatewayProcess[],
