@@ -13,7 +13,6 @@
 import type { RedisClient } from '../shared/redis.ts';
 import type { Logger } from 'pino';
 import type { AssertionKey } from '../shared/identity-assertion.ts';
-import { CACHE_INVALIDATES, GATEWAY_CACHE_CONTROL } from '../shared/cache-headers.ts';
 import { Lifecycle } from '../shared/lifecycle.ts';
 import { readinessChecks } from './admin/readiness-checks.ts';
 import type { ReadinessCheck } from './admin/server.ts';
@@ -21,6 +20,7 @@ import { createAuditLog, type AuditLog } from './audit/audit-log.ts';
 import type { HttpCache } from './cache/engine/http-cache.ts';
 import { buildCache } from './build-cache.ts';
 import { registerCacheMetrics } from './cache/metrics.ts';
+import { gatewayOnlyFields } from './cache/rules/gateway-fields.ts';
 import type { GatewayConfig } from './config/schema/gateway.ts';
 import { createClientIp } from './edge/client-ip.ts';
 import { createAuthenticator, type Authenticator } from './identity/authenticate.ts';
@@ -361,7 +361,7 @@ function buildGeneration(
       accounting: shared.accounting,
       ...(deps.answerHeaders === undefined ? {} : { answerHeaders: deps.answerHeaders }),
       // The targeted fields this cache obeys are ours alone too (RFC 9213), on every route.
-      gatewayFields: [...new Set([GATEWAY_CACHE_CONTROL, CACHE_INVALIDATES, ...config.cache.targetedFields])],
+      gatewayFields: gatewayOnlyFields(config.cache.targetedFields),
     });
     return Promise.resolve({
       config,

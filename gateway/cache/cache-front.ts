@@ -8,6 +8,7 @@
 import { HttpProblem } from '../../shared/errors.ts';
 import type { GatewayResponse } from '../pipeline/context.ts';
 import { appendCacheStatus, formatCacheStatus, type CacheStatus } from './answer/cache-status.ts';
+import { ClientFields } from './answer/client-fields.ts';
 import { storedAnswer } from './answer/stored-answer.ts';
 import type { Outcome } from './engine/cache-stats.ts';
 import type { CacheRequest, Selection } from './engine/cache-types.ts';
@@ -18,15 +19,18 @@ import { completeWith, keepPiece } from './flight/range-pieces.ts';
 import { revalidateInBackground, validatorsOf } from './flight/revalidation.ts';
 import type { HttpCache } from './engine/http-cache.ts';
 import { describeRequest } from './rules/cache-request.ts';
+import { gatewayOnlyFields } from './rules/gateway-fields.ts';
 import { SAFE_METHODS, invalidationTargets } from './rules/invalidation-targets.ts';
 
 export class CacheFront {
   readonly #cache: HttpCache;
   readonly #collapseMiss: CollapseMiss;
+  readonly #fields: ClientFields;
 
   constructor(cache: HttpCache) {
     this.#cache = cache;
     this.#collapseMiss = createCollapseMiss(cache);
+    this.#fields = new ClientFields(gatewayOnlyFields(cache.config.targetedFields));
   }
 
   /** Handles one request: `exchange.response` is its answer once this resolves. */
@@ -94,15 +98,17 @@ export class CacheFront {
     switch (selection.kind) {
       case 'fresh':
         this.#note(exchange, 'hit');
-        exchange.response = storedAnswer(selection.entry, request, { hit: true });
+        exchange.response = storedAnswer(selection.entry, request, { hit: true }, this.#fields);
         return;
       case 'stale-while-revalidate':
         this.#cache.record('hit');
         this.#note(exchange, 'stale');
-        exchange.response = storedAnswer(selection.entry, request, {
-          hit: true,
-          detail: 'stale-while-revalidate',
-        });
+        exchange.response = storedAnswer(
+          selection.entry,
+          request,
+          { hit: true, detail: 'stale-while-revalidate' },
+          this.#fields,
+        );
         revalidateInBackground(exchange, this.#cache, request, selection.entry);
         return;
       case 'revalidate':
@@ -120,7 +126,7 @@ export class CacheFront {
         );
         if (shared !== undefined) {
           this.#note(exchange, 'hit');
-          exchange.response = storedAnswer(shared, request, { hit: true, detail: 'collapsed' });
+          exchange.response = storedAnswer(shared, request, { hit: true, detail: 'collapsed' }, this.#fields);
         }
         return;
       }
@@ -238,7 +244,7 @@ export class CacheFront {
   #settle(exchange: Exchange, request: CacheRequest | undefined, settled: Settled): void {
     if (settled.outcome !== undefined) this.#note(exchange, settled.outcome);
     if (settled.serve !== undefined && request !== undefined)
-      exchange.response = storedAnswer(settled.serve, request, settled.status);
+      exchange.response = storedAnswer(settled.serve, request, settled.status, this.#fields);
   }
 
   /** Counts the outcome and tells the audit record. */

@@ -6,6 +6,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { bufferedResponse, type GatewayResponse } from '../../pipeline/context.ts';
 import { appendCacheStatus, formatCacheStatus, type CacheStatus } from './cache-status.ts';
+import type { ClientFields } from './client-fields.ts';
 import { notModified } from './conditional.ts';
 import type { StoredResponse } from '../store/entry-store.ts';
 import { ifRangeHolds, partialContent, rangeNotSatisfiable, readRange } from './ranges.ts';
@@ -21,11 +22,15 @@ const NOT_MODIFIED_FIELDS = [
   'last-modified',
 ];
 
-/** The response to send for a request answered from `entry`. */
+/**
+ * The response to send for a request answered from `entry`; `fields` prepares the stored
+ * fields of a whole answer once per entry (client-fields.ts).
+ */
 export function storedAnswer(
   entry: StoredResponse,
   request: { method: string; headers: IncomingHttpHeaders },
   status: CacheStatus,
+  fields: ClientFields,
 ): GatewayResponse {
   const age = Math.max(0, Math.floor(entry.policy.age()));
   const withTtl: CacheStatus =
@@ -41,12 +46,10 @@ export function storedAnswer(
     appendCacheStatus(headers, withTtl);
     return { status: 304, headers, body: null };
   }
-  const headers: Record<string, string | string[]> = { ...entry.headers };
+  const prepared = fields.of(entry);
+  const headers: Record<string, string | string[]> = { ...prepared.fields };
   headers['age'] = String(age);
-  if (entry.status !== 204) {
-    headers['content-length'] = String(entry.body.length);
-    delete headers['transfer-encoding'];
-  }
+  if (prepared.contentLength !== undefined) headers['content-length'] = prepared.contentLength;
   appendCacheStatus(headers, withTtl);
   if (request.method === 'GET' && request.headers.range !== undefined && entry.status === 200) {
     const partial = rangeAnswer(entry, request.headers, headers, formatCacheStatus(withTtl));
