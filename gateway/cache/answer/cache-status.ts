@@ -20,16 +20,19 @@ export interface CacheStatus {
 /** The cache's identifier in Cache-Status (RFC 9211 section 2). */
 export const CACHE_NAME = 'Portico';
 
-/** `Portico; fwd=uri-miss; fwd-status=200; stored`, parameters in the RFC's order. */
+/**
+ * `Portico; fwd=uri-miss; fwd-status=200; stored`, parameters in the RFC's order. Appended to
+ * one string (no array and join per answer: every hit formats one).
+ */
 export function formatCacheStatus(status: CacheStatus): string {
-  const parts = [CACHE_NAME];
-  if (status.hit === true) parts.push('hit');
-  if (status.fwd !== undefined) parts.push(`fwd=${status.fwd}`);
-  if (status.fwdStatus !== undefined) parts.push(`fwd-status=${status.fwdStatus}`);
-  if (status.ttl !== undefined) parts.push(`ttl=${Math.trunc(status.ttl)}`);
-  if (status.stored === true) parts.push('stored');
-  if (status.detail !== undefined) parts.push(`detail=${status.detail}`);
-  return parts.join('; ');
+  let text = CACHE_NAME;
+  if (status.hit === true) text += '; hit';
+  if (status.fwd !== undefined) text += `; fwd=${status.fwd}`;
+  if (status.fwdStatus !== undefined) text += `; fwd-status=${status.fwdStatus}`;
+  if (status.ttl !== undefined) text += `; ttl=${Math.trunc(status.ttl)}`;
+  if (status.stored === true) text += '; stored';
+  if (status.detail !== undefined) text += `; detail=${status.detail}`;
+  return text;
 }
 
 /** RFC 9211 section 2: caches nearer the client append their member after the inner ones'. */

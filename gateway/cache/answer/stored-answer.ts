@@ -32,9 +32,11 @@ export function storedAnswer(
   status: CacheStatus,
   fields: ClientFields,
 ): GatewayResponse {
-  const age = Math.max(0, Math.floor(entry.policy.age()));
+  // One reading of the clock for both: Age and the remaining freshness agree to the millisecond.
+  const current = entry.policy.age();
+  const age = Math.max(0, Math.floor(current));
   const withTtl: CacheStatus =
-    status.hit === true ? { ...status, ttl: entry.policy.maxAge() - entry.policy.age() } : status;
+    status.hit === true ? { ...status, ttl: entry.policy.maxAge() - current } : status;
   const success = entry.status >= 200 && entry.status < 300;
   if (success && notModified(request.headers, entry.headers, entry.storedAt)) {
     const headers: Record<string, string | string[]> = {};
