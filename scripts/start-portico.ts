@@ -19,6 +19,7 @@ import type { EmbeddedDatabaseThread } from '../resource-service/db/embedded-thr
 import { DEMO_CUSTOMERS, hasDemoData, seedDemoData } from '../resource-service/demo-data.ts';
 import { runService } from '../resource-service/run.ts';
 import type { StartClock } from '../shared/start-clock.ts';
+import { validatorCacheCounts } from '../shared/validator-cache.ts';
 
 const TOKEN_TTL_SECONDS = 3600;
 const DEFAULT_DATA_DIR = '.portico';
@@ -151,7 +152,8 @@ async function serve(
   // A development token is refused once another issuer is trusted: printing one would mislead.
   const token = devIssuer ? await demoToken(dataDir) : undefined;
   context.mark('ready');
-  gatewayLog.info({ from: clock.origin, reachedMs: reached }, 'started');
+  // How many validators came from the data dir's cache: a warm start compiles none.
+  gatewayLog.info({ from: clock.origin, reachedMs: reached, validators: validatorCacheCounts }, 'started');
   const url = `https://localhost:${gateway.gateway.addresses.https.port}`;
   const cacert = gateway.devCertificate === undefined ? '' : `--cacert ${gateway.devCertificate} `;
   process.stdout.write(

@@ -13,6 +13,7 @@
  * then loads the gateway and the service (start-portico.ts), so that opening the database and
  * loading their modules, each about a third of a warm start, run side by side on two cores.
  */
+import { join } from 'node:path';
 import { EnvironmentError, environmentProblems, logLevelOf } from '../gateway/environment.ts';
 import { createLogger } from '../gateway/observability/logger.ts';
 import {
@@ -27,6 +28,7 @@ import { assertPrivateDirectory } from '../shared/data-dir-secrets.ts';
 import { Lifecycle } from '../shared/lifecycle.ts';
 import { createLogDestination } from '../shared/log-destination.ts';
 import { startClock } from '../shared/start-clock.ts';
+import { useValidatorCache } from '../shared/validator-cache.ts';
 import { answerHelp, usageError } from './cli-args.ts';
 import type { StartContext } from './start-portico.ts';
 
@@ -92,6 +94,8 @@ function prepare(): EmbeddedDatabaseThread | undefined {
   assertPrivateDirectory(dataDir);
   const lock = acquireDataDirLock(dataDir, { purpose: 'npm start' });
   lifecycle.defer('data dir lock', () => lock.release());
+  // The gateway's and the service's validators as code, compiled once (shared/validator-cache.ts).
+  useValidatorCache(join(dataDir, 'validators'));
   if (env['DATABASE_URL'] !== undefined && env['DATABASE_URL'] !== '') return undefined;
   const database = startEmbeddedDatabaseThread(dataDir, (error) => {
     gatewayLog.fatal({ err: error }, 'the embedded database stopped: draining, then exiting with status 1');

@@ -5,8 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { Ajv, type ErrorObject } from 'ajv';
-import addFormatsModule from 'ajv-formats';
+import type { ErrorObject } from 'ajv';
 import { YAMLParseError, parse as parseYaml } from 'yaml';
 import { createGatewayConfigSchema, type GatewayConfig } from './schema/gateway.ts';
 import { checkAuthConfig } from './schema/identity.ts';
@@ -20,6 +19,7 @@ import { checkRouteDefinitions, type RouteDefinitionInput } from './schema/route
 import { checkTracingConfig } from './schema/tracing.ts';
 import { checkProxyConfig } from './schema/upstream.ts';
 import { problemLines } from './locate.ts';
+import { compileValidator, type AjvRecipe } from '../../shared/validator-cache.ts';
 
 /** Where in the file a problem sits, when the file says: its line, and a YAML error's excerpt. */
 export interface ProblemPlace {
@@ -75,7 +75,16 @@ export interface LoadedConfig {
   warnings: string[];
 }
 
-const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+/**
+ * verbose: an `anyOf` error carries its schema and the value, for one readable line.
+ * optimize off: the schema is compiled at every reload (and at a start whose cache misses),
+ * validates once, and Ajv's pass that tidies the ~400 KB of code it generates costs more than it
+ * would ever save.
+ */
+const CONFIG_AJV: AjvRecipe = {
+  options: { allErrors: true, useDefaults: true, strict: false, verbose: true, code: { optimize: false } },
+  formats: 'all',
+};
 
 /**
  * Validates a parsed config object and fills defaults. `baseDir` anchors relative file
@@ -89,18 +98,10 @@ export function parseConfig(
   const data = structuredClone(input ?? {});
   if (typeof data !== 'object' || Array.isArray(data))
     throw new ConfigError(source, ['(root): must be an object']);
-  // verbose: an `anyOf` error carries its schema and the value, for one readable line.
-  // optimize off: the schema is compiled at every start and reload, validates once, and Ajv's
-  // pass that tidies the ~300 KB of code it generates costs more than it would ever save.
-  const ajv = new Ajv({
-    allErrors: true,
-    useDefaults: true,
-    strict: false,
-    verbose: true,
-    code: { optimize: false },
-  });
-  addFormats(ajv);
-  const validate = ajv.compile<GatewayConfig>(createGatewayConfigSchema(options.env ?? process.env));
+  const validate = compileValidator<GatewayConfig>(
+    createGatewayConfigSchema(options.env ?? process.env),
+    CONFIG_AJV,
+  );
   const valid = validate(data);
   const schemaErrors = validate.errors ?? [];
   const problems = [

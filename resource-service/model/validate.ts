@@ -1,20 +1,19 @@
 /**
- * Request body validation with Ajv, compiled once per schema at start-up. Every violation
- * is reported, each naming its field by JSON Pointer, in one 422.
+ * Request body validation with Ajv, compiled once per schema at start-up (or loaded from the
+ * validator cache, shared/validator-cache.ts). Every violation is reported, each naming its
+ * field by JSON Pointer, in one 422.
  */
-import { Ajv } from 'ajv';
 import type { ErrorObject } from 'ajv';
-import addFormatsModule from 'ajv-formats';
 import type { Static, TSchema } from '@sinclair/typebox';
 import { validationProblem } from '../../shared/errors.ts';
 import type { ProblemFieldError } from '../../shared/errors.ts';
+import { compileValidator, type AjvRecipe } from '../../shared/validator-cache.ts';
 
-// ajv-formats is CommonJS; its default export arrives wrapped under ESM.
-const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
-
-const ajv = new Ajv({ allErrors: true, strict: true, strictTypes: false });
-addFormats(ajv, ['uuid', 'date-time', 'uri']);
-ajv.addKeyword('example');
+const BODY_AJV: AjvRecipe = {
+  options: { allErrors: true, strict: true, strictTypes: false },
+  formats: ['uuid', 'date-time', 'uri'],
+  keywords: ['example'],
+};
 
 /** Enough to fix a body; a 64 KiB body of junk fields must not produce a megabyte answer. */
 const MAX_REPORTED_ERRORS = 50;
@@ -29,7 +28,7 @@ export function createValidator<T extends TSchema>(
   schema: T,
   readOnlyFields: readonly string[] = [],
 ): Validator<T> {
-  const check = ajv.compile<Static<T>>(schema);
+  const check = compileValidator<Static<T>>(schema, BODY_AJV);
   return (value) => {
     if (check(value)) return value;
     throw validationProblem(describe(check.errors ?? [], readOnlyFields).slice(0, MAX_REPORTED_ERRORS));

@@ -1,10 +1,11 @@
 /**
  * A newcomer's first run: `npm start` with no database, Redis or certificate configured, in an
  * empty data dir; a token from the CLI; the API tour over HTTPS that verifies the generated
- * certificate; Ctrl-C; and a second start that reuses the data.
+ * certificate; Ctrl-C; and a second start that reuses the data (and the validators compiled by
+ * the first).
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
@@ -30,6 +31,12 @@ writeFileSync(
 const configEnv = { PORTICO_CONFIG: configFile };
 const start = () => startPortico(dataDir, configEnv);
 const stop = (started: RunningPortico) => stopProcess(started.child, 'SIGINT');
+
+/** The validator cache's files and when each was last written. */
+function validatorFiles(): Record<string, number> {
+  const dir = join(dataDir, 'validators');
+  return Object.fromEntries(readdirSync(dir).map((name) => [name, statSync(join(dir, name)).mtimeMs]));
+}
 
 let running: RunningPortico | undefined;
 afterAll(() => {
@@ -120,10 +127,16 @@ describe('npm start with zero configuration', () => {
     await agent.close();
 
     expect(await stop(running)).toBe(0);
+    // The validators compiled once, kept as code in the data dir (shared/validator-cache.ts).
+    const validators = validatorFiles();
+    expect(Object.keys(validators).filter((name) => name.endsWith('.js')).length).toBeGreaterThanOrEqual(4);
+    expect(statSync(join(dataDir, 'validators')).mode & 0o777).toBe(0o700);
 
     // Second start: same data, no second copy of the demo data, warm.
     const startedAt = performance.now();
     running = await start();
+    // Loaded, not compiled: compiling writes each entry again.
+    expect(validatorFiles()).toEqual(validators);
     const warmSeconds = (performance.now() - startedAt) / 1000;
     const agent2 = new Agent({ connect: { ca: readFileSync(running.cacert), servername: 'localhost' } });
     const res = await request(`${running.url}/v1/orders?limit=100`, {

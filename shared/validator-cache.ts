@@ -1,0 +1,277 @@
+/**
+ * Ajv validators kept as code between starts. Compiling the gateway's config schema and the
+ * service's body schemas was a fifth of a warm `npm start`'s main thread (docs/performance.md);
+ * with a cache directory set (`npm start` sets one in its data dir), a validator is compiled
+ * once, written as Ajv's standalone code, and later loaded from that code without loading Ajv's
+ * compiler at all.
+ *
+ * Trust: the cache holds code that this process runs, so it lives only in a directory of this
+ * user's that no one else may write (like the data dir's secrets), each entry a file of this
+ * user's that no one else may write, named by the digest of everything that made the code (the
+ * schema, Ajv's options, the versions of Ajv and ajv-formats) and carrying the digest of its
+ * own text. Anything else (a foreign, truncated or edited entry, a directory others may write)
+ * is ignored: the validator is compiled as without a cache.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+  type Stats,
+} from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { Script } from 'node:vm';
+import type * as AjvModule from 'ajv';
+import type { Ajv, Options, ValidateFunction } from 'ajv';
+import { callsForParameters, parameterize } from './schema-parameters.ts';
+
+const require = createRequire(import.meta.url);
+
+/** ajv/dist/standalone, whose types say its CommonJS export is a namespace. */
+interface StandaloneModule {
+  default: (ajv: Ajv, validate: ValidateFunction) => string;
+}
+
+/** How to make the Ajv that compiles: everything in it is part of the cache key. */
+export interface AjvRecipe {
+  options: Options;
+  /** ajv-formats: all of them (with its formatMinimum… keywords), or these formats alone. */
+  formats: 'all' | readonly string[];
+  /** Keywords Ajv should accept and ignore (annotations such as `example`). */
+  keywords?: readonly string[];
+}
+
+/** What the cache did in this process: a start that loaded every validator compiled none. */
+export const validatorCacheCounts = { loaded: 0, compiled: 0, ignored: 0 };
+
+/** Bump when the entry's layout or the way code is made changes. */
+const ENTRY_FORMAT = 'portico-validator 1';
+let cacheDir: string | undefined;
+
+/** Where validators are kept from now on; undefined compiles them every time (the default). */
+export function useValidatorCache(dir: string | undefined): void {
+  cacheDir = dir;
+}
+
+/** A validator of `schema`, Ajv's own when there is no cache, else from the cache's code. */
+export function compileValidator<T>(schema: object, recipe: AjvRecipe): ValidateFunction<T> {
+  const dir = cacheDir;
+  const parameters = dir === undefined ? undefined : parameterize(schema);
+  if (dir === undefined || parameters === undefined) return compiled<T>(ajvFor(recipe, false), schema);
+  const entry = entryFiles(dir, cacheKey(parameters.template, recipe));
+  const code = readEntry(entry);
+  if (code !== undefined) {
+    const validate = load<T>(entry, code, parameters.values, readCodeCache(entry.v8));
+    if (validate !== undefined) {
+      validatorCacheCounts.loaded += 1;
+      return validate;
+    }
+  }
+  if (code !== undefined || existsAsAnything(entry.js)) validatorCacheCounts.ignored += 1;
+  const made = callsForParameters(standaloneCodeOf(parameters.template, recipe), DEFAULT_OF);
+  writePrivately(entry.dir, entry.js, header(entry.key, made) + made);
+  validatorCacheCounts.compiled += 1;
+  // What a later start will load is what runs now, not Ajv's own function.
+  const validate = load<T>(entry, made, parameters.values, undefined);
+  if (validate === undefined) throw new Error('Ajv generated standalone code that does not load');
+  return validate;
+}
+
+interface EntryFiles {
+  dir: string;
+  key: string;
+  /** The standalone code, after a header with the key and the code's digest. */
+  js: string;
+  /** V8's compiled form of it, after its digest: V8 would trust a damaged one and crash. */
+  v8: string;
+}
+
+function entryFiles(dir: string, key: string): EntryFiles {
+  return { dir, key, js: join(dir, `${key}.js`), v8: join(dir, `${key}.v8`) };
+}
+
+/** The name the code calls for a default: a fresh copy of its JSON, as Ajv's literal gives. */
+const DEFAULT_OF = '__defaultOf';
+
+/**
+ * Runs the entry's code (V8's compiled form from `cachedData` when it still fits this V8) and
+ * returns its validator; undefined when the code does not load. Without a compiled form that
+ * fits, the validator is run once, so that V8 compiles its ~400 KB body, and the form written.
+ */
+function load<T>(
+  entry: EntryFiles,
+  code: string,
+  values: readonly unknown[],
+  cachedData: Buffer | undefined,
+): ValidateFunction<T> | undefined {
+  const json = values.map((value) => JSON.stringify(value));
+  const defaultOf = (index: number): unknown => JSON.parse(json[index] ?? 'null');
+  const module = { exports: {} as unknown };
+  let script: Script;
+  try {
+    script = new Script(`(function (require, module, exports, ${DEFAULT_OF}) {\n${code}\n})`, {
+      filename: entry.js,
+      ...(cachedData === undefined ? {} : { cachedData }),
+    });
+    (script.runInThisContext() as (...args: unknown[]) => void)(
+      runtimeRequire,
+      module,
+      module.exports,
+      defaultOf,
+    );
+  } catch {
+    return undefined;
+  }
+  if (typeof module.exports !== 'function') return undefined;
+  const validate = module.exports as ValidateFunction<T>;
+  if (cachedData === undefined || script.cachedDataRejected === true) {
+    validate({});
+    validate.errors = null;
+    const compiled = script.createCachedData();
+    writePrivately(entry.dir, entry.v8, Buffer.concat([digest(compiled), compiled]));
+  }
+  return validate;
+}
+
+function cacheKey(template: object, recipe: AjvRecipe): string {
+  const versions = ['ajv', 'ajv-formats'].map(
+    (name) => (require(`${name}/package.json`) as { version: string }).version,
+  );
+  return createHash('sha256')
+    .update(JSON.stringify([ENTRY_FORMAT, versions, recipe, template]))
+    .digest('hex');
+}
+
+const compilers = new WeakMap<AjvRecipe, Map<boolean, Ajv>>();
+
+/** One Ajv per recipe (and source flag): Ajv's own set-up costs more than a small schema. */
+function ajvFor(recipe: AjvRecipe, source: boolean): Ajv {
+  const made = compilers.get(recipe) ?? new Map<boolean, Ajv>();
+  compilers.set(recipe, made);
+  const known = made.get(source);
+  if (known !== undefined) return known;
+  const { Ajv: AjvClass } = require('ajv') as typeof AjvModule;
+  const addFormats = require('ajv-formats') as (ajv: Ajv, formats?: string[]) => Ajv;
+  const { options } = recipe;
+  const ajv = new AjvClass(source ? { ...options, code: { ...options.code, source: true } } : options);
+  if (recipe.formats === 'all') addFormats(ajv);
+  else addFormats(ajv, [...recipe.formats]);
+  for (const keyword of recipe.keywords ?? []) ajv.addKeyword(keyword);
+  made.set(source, ajv);
+  return ajv;
+}
+
+/** Ajv's validator, the schema then forgotten: a reused Ajv would keep one per config reload. */
+function compiled<T>(ajv: Ajv, schema: object): ValidateFunction<T> {
+  const validate = ajv.compile<T>(schema);
+  ajv.removeSchema(schema);
+  return validate;
+}
+
+function standaloneCodeOf(template: object, recipe: AjvRecipe): string {
+  const ajv = ajvFor(recipe, true);
+  const standaloneCode = (require('ajv/dist/standalone') as StandaloneModule).default;
+  return standaloneCode(ajv, compiled(ajv, template));
+}
+
+/** The only modules standalone code asks for: Ajv's and ajv-formats' runtime helpers. */
+function runtimeRequire(id: string): unknown {
+  if (!id.startsWith('ajv/dist/runtime/') && id !== 'ajv-formats/dist/formats')
+    throw new Error(`validator code may not require ${id}`);
+  return require(id);
+}
+
+/** This user's alone to write: nobody else could have put code there. */
+function writableByUsAlone(stat: Stats): boolean {
+  const uid = process.getuid?.();
+  return (uid === undefined || stat.uid === uid) && (stat.mode & 0o022) === 0;
+}
+
+function privateDirectory(dir: string): boolean {
+  try {
+    const stat = statSync(dir);
+    return stat.isDirectory() && writableByUsAlone(stat);
+  } catch {
+    return false;
+  }
+}
+
+function existsAsAnything(file: string): boolean {
+  try {
+    statSync(file);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function digest(data: string | Buffer): Buffer {
+  return createHash('sha256').update(data).digest();
+}
+
+function header(key: string, code: string): string {
+  return `// ${ENTRY_FORMAT} ${key} ${digest(code).toString('hex')}\n`;
+}
+
+/**
+ * The content of `file` when it is a file of ours in a private directory, read through no link
+ * (the file judged is the file read); else undefined.
+ */
+function readPrivately(dir: string, file: string): Buffer | undefined {
+  if (!privateDirectory(dir)) return undefined;
+  let fd: number;
+  try {
+    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
+  } catch {
+    return undefined;
+  }
+  try {
+    const stat = fstatSync(fd);
+    return stat.isFile() && writableByUsAlone(stat) ? readFileSync(fd) : undefined;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The entry's code when it is private, made for its key and whole; else undefined. */
+function readEntry(entry: EntryFiles): string | undefined {
+  const text = readPrivately(entry.dir, entry.js)?.toString('utf8');
+  const newline = text?.indexOf('\n') ?? -1;
+  if (text === undefined || newline === -1) return undefined;
+  const code = text.slice(newline + 1);
+  return text.slice(0, newline + 1) === header(entry.key, code) ? code : undefined;
+}
+
+/** V8's compiled form when it is private and whole; V8 itself checks that it fits the code. */
+function readCodeCache(file: string): Buffer | undefined {
+  const data = readPrivately(dirname(file), file);
+  if (data === undefined || data.length <= 32) return undefined;
+  const compiled = data.subarray(32);
+  return digest(compiled).equals(data.subarray(0, 32)) ? compiled : undefined;
+}
+
+/** Written whole under a private name, then renamed: a reader sees the old entry or the new. */
+function writePrivately(dir: string, file: string, content: string | Buffer): void {
+  const temporary = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    if (!privateDirectory(dir)) return;
+    writeFileSync(temporary, content, { mode: 0o600, flag: 'wx' });
+    renameSync(temporary, file);
+  } catch {
+    // A cache that cannot be written (a read-only data dir) only costs the next start time.
+    try {
+      unlinkSync(temporary);
+    } catch {
+      // Never created.
+    }
+  }
+}
