@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import type { Agent } from 'undici';
-import { killChildren } from './bench/children.ts';
+import { killChildren, peakRssMiB } from './bench/children.ts';
 import { buildProduct } from './bench/processes.ts';
 import { createBenchStores, StoreMissing, type BenchStores } from './bench/stores.ts';
 import { answerHelp } from '../scripts/cli-args.ts';
@@ -30,6 +30,7 @@ import {
   formatRow,
   formatTotals,
   minuteRow,
+  PEAK_RSS_LIMIT_MIB,
   tableHeader,
   verdict,
   type MinuteRow,
@@ -226,7 +227,8 @@ async function soak(run: Run, minutes: number): Promise<number> {
     console.log('');
     printLogs(stack);
     console.log('');
-    const result = verdict(rows, tally);
+    // VmHWM only grows: read once the traffic is over, it holds the whole run's peak.
+    const result = verdict(rows, tally, peakRssMiB(stack.gateway.pid!));
     for (const line of result.lines) console.log(line);
     return result.pass ? 0 : 1;
   } catch (error) {
@@ -240,7 +242,8 @@ async function main(): Promise<number> {
 
 A bounded run of mixed traffic (about 185 requests/s) through the service and the gateway as
 production runs them, on a database, Redis prefix and data dir of its own (removed at the end):
-a row a minute (RSS, heap, file descriptors, errors), totals and a verdict. Exit 0 pass, 1 fail,
+a row a minute (RSS, peak RSS, heap, file descriptors, errors), totals and a verdict (the
+gateway's peak RSS under ${PEAK_RSS_LIMIT_MIB} MiB among its checks). Exit 0 pass, 1 fail,
 2 bad arguments or no PostgreSQL/Redis, 130 interrupted.
 
 Environment: DATABASE_URL (admin connection, default postgres://postgres@127.0.0.1:5432/postgres),

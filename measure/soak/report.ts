@@ -20,12 +20,19 @@ export interface MinuteRow {
 
 interface Figures {
   rssMiB: number | undefined;
+  /** VmHWM at the minute's last sample: the most held at once since the process started. */
+  peakRssMiB: number | undefined;
   heapMiB: number | undefined;
   fds: number | undefined;
   /** V8's heap as reserved (not judged): what RSS follows when the heap grows its room. */
   heapTotalMiB: number | undefined;
 }
 
+/**
+ * Issue 33's bound on the gateway's peak RSS through the soak: judged on VmHWM, which a
+ * minute's median sample (the table's RSS) stays well under.
+ */
+export const PEAK_RSS_LIMIT_MIB = 200;
 /** Flatness tolerances: last minute against the second (the first one warms up). */
 const MEMORY_TOLERANCE = 0.1;
 const FD_TOLERANCE = { fraction: 0.1, absolute: 10 };
@@ -40,6 +47,11 @@ const MUST_SEE: readonly [Kind, string][] = [
   ['hammer', '429'],
   ['bad-token', '401'],
 ];
+
+function highest(values: number[]): number | undefined {
+  const finite = values.filter((v) => Number.isFinite(v));
+  return finite.length === 0 ? undefined : Math.max(...finite);
+}
 
 function median(values: number[]): number | undefined {
   const sorted = values.filter((v) => Number.isFinite(v)).sort((a, b) => a - b);
@@ -57,7 +69,8 @@ function heapAfterCollections(samples: ProcessSample[]): number[] {
 
 /**
  * One minute from its counts and its samples: RSS, fds and heap total are the minute's median
- * sample (one burst does not make a trend), heap the median of its major collections.
+ * sample (one burst does not make a trend), heap the median of its major collections, peak
+ * RSS the highest VmHWM (which only grows: the last sample's).
  */
 export function minuteRow(
   minute: number,
@@ -67,6 +80,7 @@ export function minuteRow(
 ): MinuteRow {
   const figures = (role: 'gateway' | 'service'): Figures => ({
     rssMiB: median(samples.map((s) => s[role].rssMiB)),
+    peakRssMiB: highest(samples.map((s) => s[role].peakRssMiB)),
     heapMiB: median(heapAfterCollections(samples.map((s) => s[role]))),
     fds: median(samples.map((s) => s[role].fds)),
     heapTotalMiB: median(samples.flatMap((s) => s[role].heapTotalMiB ?? [])),
@@ -102,6 +116,7 @@ const COLUMNS: [string, number][] = [
   ['errors', 6],
   ['status mix', 44],
   ['gw RSS', 7],
+  ['gw peak', 7],
   ['svc RSS', 7],
   ['gw heap', 7],
   ['svc heap', 8],
@@ -122,7 +137,7 @@ function line(cells: string[]): string {
 export function tableHeader(): string {
   return (
     `${line(COLUMNS.map(([name]) => name))}\n` +
-    `${' '.repeat(66)}MiB (RSS: median sample; heap: used after major GC, median)`
+    `${' '.repeat(66)}MiB (RSS: median sample; peak: VmHWM so far; heap: used after major GC, median)`
   );
 }
 
@@ -142,6 +157,7 @@ export function formatRow(row: MinuteRow): string {
     String(row.unexpected),
     statusMix(row.statuses),
     fixed(row.gateway.rssMiB),
+    fixed(row.gateway.peakRssMiB),
     fixed(row.service.rssMiB),
     fixed(row.gateway.heapMiB),
     fixed(row.service.heapMiB),
@@ -213,12 +229,31 @@ function flatness(rows: MinuteRow[]): { ok: boolean; lines: string[] } {
   return { ok, lines };
 }
 
-/** The verdict lines and whether the run passed. */
-export function verdict(rows: MinuteRow[], tally: Tally): { pass: boolean; lines: string[] } {
+/** The gateway's VmHWM at the end of the run against PEAK_RSS_LIMIT_MIB. */
+function peakRss(gatewayPeakRssMiB: number): { ok: boolean; line: string } {
+  const ok = gatewayPeakRssMiB < PEAK_RSS_LIMIT_MIB;
+  return {
+    ok,
+    line:
+      `  peak RSS  ${ok ? 'PASS' : 'FAIL'}  gateway ${gatewayPeakRssMiB.toFixed(1)} MiB ` +
+      `(VmHWM, the most it held at once; limit < ${PEAK_RSS_LIMIT_MIB} MiB)`,
+  };
+}
+
+/**
+ * The verdict lines and whether the run passed. `gatewayPeakRssMiB` is the gateway's VmHWM
+ * read after the traffic ended.
+ */
+export function verdict(
+  rows: MinuteRow[],
+  tally: Tally,
+  gatewayPeakRssMiB: number,
+): { pass: boolean; lines: string[] } {
   const statusesOk = tally.unexpected === 0;
   const missing = MUST_SEE.filter(([kind, status]) => tally.count(kind, status) === 0);
   const memory = flatness(rows);
-  const pass = statusesOk && missing.length === 0 && memory.ok;
+  const peak = peakRss(gatewayPeakRssMiB);
+  const pass = statusesOk && missing.length === 0 && memory.ok && peak.ok;
   return {
     pass,
     lines: [
@@ -229,6 +264,7 @@ export function verdict(rows: MinuteRow[], tally: Tally): { pass: boolean; lines
           ? 'every kind got its main status (hammer 429, bad-token 401, conditional 304, ...)'
           : `never seen: ${missing.map(([kind, status]) => `${kind} ${status}`).join(', ')}`),
       ...memory.lines,
+      peak.line,
       pass ? 'PASS' : 'FAIL',
     ],
   };

@@ -17,6 +17,8 @@ const STALE_RECORD_MS = 5000;
 
 export interface ProcessSample {
   rssMiB: number;
+  /** VmHWM: the most the process has held resident at once since it started. */
+  peakRssMiB: number;
   fds: number;
   /** From the preload; undefined when it did not say (shown as n/a). */
   heapAfterGcMiB: number | undefined;
@@ -34,9 +36,23 @@ export interface Sample {
   redisClients: number | undefined;
 }
 
-export function rssMiB(pid: number): number {
-  const kib = /^VmRSS:\s*(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+/** A `kB` field of /proc/<pid>/status (VmRSS, VmHWM) in MiB; NaN when absent. */
+function statusMiB(status: string, field: string): number {
+  const kib = new RegExp(`^${field}:\\s*(\\d+) kB$`, 'm').exec(status)?.[1];
   return Number(kib ?? Number.NaN) / 1024;
+}
+
+export function rssMiB(pid: number): number {
+  return statusMiB(readFileSync(`/proc/${pid}/status`, 'utf8'), 'VmRSS');
+}
+
+/**
+ * Resident memory now and at its peak. A sample every few seconds misses the peak between two:
+ * VmHWM is the kernel's own record of it.
+ */
+function residentMiB(pid: number): { rssMiB: number; peakRssMiB: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return { rssMiB: statusMiB(status, 'VmRSS'), peakRssMiB: statusMiB(status, 'VmHWM') };
 }
 
 export function openFds(pid: number): number {
@@ -45,7 +61,7 @@ export function openFds(pid: number): number {
 
 function processSample(pid: number, memoryFile: string): ProcessSample {
   const sample: ProcessSample = {
-    rssMiB: rssMiB(pid),
+    ...residentMiB(pid),
     fds: openFds(pid),
     heapAfterGcMiB: undefined,
     majorGcs: undefined,
