@@ -11,10 +11,9 @@ import { join } from 'node:path';
 import { Agent, request } from 'undici';
 import { loadOrCreateDevIssuer } from '../../gateway/identity/dev-issuer.ts';
 import { freePort, startNode, waitUntil, type Placement } from './children.ts';
+import { plainEntry } from './plain-entry.ts';
 import type { FastifyGatewayOptions } from './fastify-gateway.ts';
 import { findNginx, startNginx, type NginxVariant } from './nginx.ts';
-
-const ROOT = new URL('../..', import.meta.url).pathname;
 
 /** The field rows' names; the report finds the rows of its ratios by them. */
 export const FIELD = {
@@ -96,7 +95,7 @@ function startFastify(
     bare,
   };
   const name = bare ? 'fastify-bare' : 'fastify';
-  return startNode([join(ROOT, 'measure/bench/fastify-gateway.ts'), JSON.stringify(options)], {
+  return startNode([plainEntry('measure/bench/fastify-gateway.ts'), JSON.stringify(options)], {
     cpu: context.placement.measured,
     logFile: join(dir, `${name}.stderr`),
   });
@@ -139,7 +138,7 @@ function specs(context: FieldContext, nginx: ReturnType<typeof findNginx>): Spec
       hit: true,
       start: (port) =>
         node('node-fixed', [
-          join(ROOT, 'measure/bench/node-floor.ts'),
+          plainEntry('measure/bench/node-floor.ts'),
           'fixed',
           String(port),
           files.certFile,
@@ -151,7 +150,7 @@ function specs(context: FieldContext, nginx: ReturnType<typeof findNginx>): Spec
       note: 'node:https + an undici pool to the static upstream, the answer relayed: nothing else',
       start: (port) =>
         node('node-relay', [
-          join(ROOT, 'measure/bench/node-floor.ts'),
+          plainEntry('measure/bench/node-floor.ts'),
           'relay',
           String(port),
           files.certFile,

@@ -13,6 +13,7 @@ import { Agent, request } from 'undici';
 import { ensureDevPki, type DevPkiFiles } from '../../shared/dev-pki.ts';
 import { generateSelfSigned } from '../../shared/self-signed.ts';
 import { childEnv, freePort, startNode, waitUntil, type Placement } from './children.ts';
+import { plainEntry } from './plain-entry.ts';
 import type { LadderGatewayOptions } from './ladder-gateway.ts';
 import { RUNGS } from './ladder.ts';
 import type { BenchStores } from './stores.ts';
@@ -244,7 +245,7 @@ async function startPeer(
   const port = await freePort();
   const url = `https://127.0.0.1:${port}`;
   const peer = startNode(
-    [join(ROOT, 'measure/bench/http-proxy-peer.ts'), upstream, String(port), files.certFile, files.keyFile],
+    [plainEntry('measure/bench/http-proxy-peer.ts'), upstream, String(port), files.certFile, files.keyFile],
     { cpu: placement.measured, logFile: join(dir, `${name}.stderr`) },
   );
   const tls = new Agent({ connect: { ca: files.cert } });
@@ -292,7 +293,7 @@ async function startLadder(
         [
           ...gatewayNodeArgs(),
           ...shippedGateway(ROOT).flags,
-          join(ROOT, 'measure/bench/ladder-gateway.ts'),
+          plainEntry('measure/bench/ladder-gateway.ts'),
           JSON.stringify(options),
         ],
         { cpu: placement.measured, logFile: join(dir, `ladder${index}.stderr`) },

@@ -1,0 +1,50 @@
+/**
+ * A measured process's entry as plain JavaScript. Node runs a .ts file by loading its type
+ * stripper, which stays resident for the process's whole life (about 17 MiB on an idle
+ * gateway, issue 33) and which no production process carries: the gateway as shipped runs the
+ * built output. So the ladder's rungs, the peers and the field's Node processes start from a
+ * copy of their script with the types stripped, written to dist/bench/, whose imports of
+ * product code point at its built output (`npm run build` first, as the bench does) and whose
+ * imports of other bench scripts at their own stripped copies. Packages resolve from the
+ * checkout's node_modules, as from the source.
+ */
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { stripTypeScriptTypes } from 'node:module';
+import { basename, dirname, join, relative, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const ROOT = new URL('../..', import.meta.url).pathname;
+const OUT = join(ROOT, 'dist/bench');
+/** A relative import of a .ts module, static or dynamic: `from './x.ts'`, `import('../y.ts')`. */
+const RELATIVE_TS_IMPORT = /((?:from|import)\s*\(?\s*)(['"])(\.{1,2}\/[^'"]+)\.ts\2/g;
+
+/** Where the plain copy of a bench script goes, or the built output of a product module. */
+function plainTarget(source: string): string {
+  const inside = relative(ROOT, source);
+  if (inside.startsWith('measure/')) return join(OUT, basename(source).replace(/\.ts$/, '.js'));
+  return join(ROOT, 'dist', inside.replace(/\.ts$/, '.js'));
+}
+
+/**
+ * Writes the plain copy of `script` (a path under the checkout) and of the bench scripts it
+ * imports; returns the copy's path, to start with `node` instead of the source.
+ */
+export function plainEntry(script: string, written = new Set<string>()): string {
+  const source = resolve(ROOT, script);
+  const target = plainTarget(source);
+  if (written.has(source)) return target;
+  written.add(source);
+  const code = stripTypeScriptTypes(readFileSync(source, 'utf8')).replace(
+    RELATIVE_TS_IMPORT,
+    (_match, lead: string, quote: string, specifier: string) => {
+      const imported = resolve(dirname(source), `${specifier}.ts`);
+      const importedTarget = relative(ROOT, imported).startsWith('measure/')
+        ? plainEntry(imported, written)
+        : plainTarget(imported);
+      return `${lead}${quote}${pathToFileURL(importedTarget).href}${quote}`;
+    },
+  );
+  mkdirSync(OUT, { recursive: true });
+  writeFileSync(target, code);
+  return target;
+}
