@@ -89,7 +89,7 @@ export function createForward(config: ProxyConfig, deps: ForwardDeps): Forward {
       set.active++;
       if (attempt > 0) set.retriesActive++;
       try {
-        const answer = await relayableAnswer(
+        const checked = relayableAnswer(
           await callUpstream(target.pool, {
             path: request.target,
             method,
@@ -100,6 +100,8 @@ export function createForward(config: ProxyConfig, deps: ForwardDeps): Forward {
             exchangeId: target.echoes ? nextExchangeId() : undefined,
           }),
         );
+        // Awaited only when it is a promise (a body still arriving): see relayable-answer.ts.
+        const answer = checked instanceof Promise ? await checked : checked;
         const status = answer.statusCode;
         if (status < 500) member.consecutiveFailures = 0;
         else {

@@ -8,8 +8,13 @@ import type { Readable } from 'node:stream';
 import type { UpstreamAnswer } from './upstream-call.ts';
 import { UpstreamFailure } from './upstream-errors.ts';
 
-/** The answer, its body held whole when it has already ended; throws when it is not usable. */
-export async function relayableAnswer(answer: UpstreamAnswer): Promise<UpstreamAnswer> {
+/**
+ * The answer, its body held whole when it has already ended; throws when it is not usable. An
+ * answer that came whole is checked at once and returned as it is, not as a promise: most
+ * answers are, and an async frame would cost each of them a promise and a turn of the
+ * microtask queue for nothing to wait for.
+ */
+export function relayableAnswer(answer: UpstreamAnswer): UpstreamAnswer | Promise<UpstreamAnswer> {
   const { stream } = answer;
   // From here on the body may fail at any moment, also while no stage reads it: without a
   // listener its 'error' would be an uncaught exception that ends the process.
@@ -24,6 +29,11 @@ export async function relayableAnswer(answer: UpstreamAnswer): Promise<UpstreamA
     throw new UpstreamFailure('malformed', new Error('undecodable transfer coding'));
   }
   if (stream === null) return answer;
+  return settledFirstRead(answer, stream);
+}
+
+/** A body still arriving: relayable once the read that brought its first bytes is over. */
+async function settledFirstRead(answer: UpstreamAnswer, stream: Readable): Promise<UpstreamAnswer> {
   await closesOfThisRead();
   if (stream.errored !== null) throw stream.errored;
   // A chunked body that came whole in that read is held whole, as a body with a length is
