@@ -120,13 +120,24 @@ export function forwardedHeaders(
   // Without a trusted balancer the client address is the peer's, already worked out.
   const address = trusted ? peerAddress(req) : upstream.clientIp;
   const host = upstream.authority;
-  // RFC 7239: IPv6 addresses are bracketed and the node quoted.
-  const node = address.includes(':') ? `"[${address}]"` : address;
-  // A quoted-string (RFC 9110 §5.6.4): `\` and `"` as quoted pairs, or a Host ending in a
-  // backslash would leave it unterminated.
-  const forwarded = `for=${node};proto=https;host="${host.replace(/[\\"]/g, '\\$&')}"`;
+  const forwarded = `for=${forwardedNode(address)};proto=https;host="${quotedPairs(host)}"`;
+  if (incoming === undefined) {
+    out.push(
+      'forwarded',
+      forwarded,
+      'x-forwarded-for',
+      address,
+      'x-forwarded-proto',
+      'https',
+      'x-forwarded-host',
+      host,
+      REQUEST_ID_HEADER,
+      upstream.correlationId,
+    );
+    return out;
+  }
   const append = (name: string, value: string) => {
-    const before = incoming?.get(name);
+    const before = incoming.get(name);
     return before === undefined ? value : [...before, value].join(', ');
   };
   out.push(
@@ -135,13 +146,26 @@ export function forwardedHeaders(
     'x-forwarded-for',
     append('x-forwarded-for', address),
     'x-forwarded-proto',
-    incoming?.get('x-forwarded-proto')?.[0] ?? 'https',
+    incoming.get('x-forwarded-proto')?.[0] ?? 'https',
     'x-forwarded-host',
-    incoming?.get('x-forwarded-host')?.[0] ?? host,
+    incoming.get('x-forwarded-host')?.[0] ?? host,
     REQUEST_ID_HEADER,
     upstream.correlationId,
   );
   return out;
+}
+
+/** RFC 7239: an IPv6 address is bracketed and the node quoted. */
+function forwardedNode(address: string): string {
+  return address.includes(':') ? `"[${address}]"` : address;
+}
+
+/**
+ * The inside of a quoted-string (RFC 9110 §5.6.4): `\` and `"` as quoted pairs, or a Host
+ * ending in a backslash would leave it unterminated. Most hosts have neither: no new string.
+ */
+function quotedPairs(value: string): string {
+  return value.includes('"') || value.includes('\\') ? value.replace(/[\\"]/g, '\\$&') : value;
 }
 
 /**
