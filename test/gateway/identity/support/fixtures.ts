@@ -2,14 +2,14 @@
  * Small helpers shared by the identity tests: config filled with the schema's defaults, a
  * logger whose lines the test can read, a clock the test moves, and outcome assertions.
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { pino, type Logger } from 'pino';
-import { expect } from 'vitest';
+import { afterAll, expect } from 'vitest';
 import { AuthConfigSchema, type AuthConfig } from '../../../../gateway/config/schema/identity.ts';
 import type { AuthOutcome } from '../../../../gateway/identity/authenticate.ts';
 
@@ -41,7 +41,21 @@ export function testClock(start = Date.now()): { now: () => number; advance: (ms
   return { now: () => current, advance: (ms) => (current += ms) };
 }
 
-export const tempDir = (name: string) => mkdtempSync(join(tmpdir(), `portico-${name}-`));
+/** Made by `tempDir` in this test file, removed after it. */
+const tempDirs: string[] = [];
+// Registered on the root suite of each test file that imports this one. The integration tier's
+// global setup removes its whole TMPDIR anyway; the unit tier runs without one, so without this
+// every directory made here stayed in /tmp.
+afterAll(() => {
+  for (const dir of tempDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A directory of its own under the temporary directory, removed after the test file. */
+export function tempDir(name: string): string {
+  const dir = mkdtempSync(join(tmpdir(), `portico-${name}-`));
+  tempDirs.push(dir);
+  return dir;
+}
 
 /** Asserts a 401 invalid_token with an RFC 6750 challenge; returns the description. */
 export function expectInvalidToken(outcome: AuthOutcome, description?: string | RegExp): string {
