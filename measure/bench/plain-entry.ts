@@ -8,7 +8,7 @@
  * imports of other bench scripts at their own stripped copies. Packages resolve from the
  * checkout's node_modules, as from the source.
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { stripTypeScriptTypes } from 'node:module';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -17,6 +17,13 @@ const ROOT = new URL('../..', import.meta.url).pathname;
 const OUT = join(ROOT, 'dist/bench');
 /** A relative import of a .ts module, static or dynamic: `from './x.ts'`, `import('../y.ts')`. */
 const RELATIVE_TS_IMPORT = /((?:from|import)\s*\(?\s*)(['"])(\.{1,2}\/[^'"]+)\.ts\2/g;
+
+/**
+ * Copies written by this process. Each is written once: the rungs start one after the other
+ * from the same copy, and a copy rewritten while a child reads it would start that child on
+ * an empty file (it exits 0 before it listens).
+ */
+const written = new Map<string, string>();
 
 /** Where the plain copy of a bench script goes, or the built output of a product module. */
 function plainTarget(source: string): string {
@@ -29,22 +36,25 @@ function plainTarget(source: string): string {
  * Writes the plain copy of `script` (a path under the checkout) and of the bench scripts it
  * imports; returns the copy's path, to start with `node` instead of the source.
  */
-export function plainEntry(script: string, written = new Set<string>()): string {
+export function plainEntry(script: string): string {
   const source = resolve(ROOT, script);
+  const known = written.get(source);
+  if (known !== undefined) return known;
   const target = plainTarget(source);
-  if (written.has(source)) return target;
-  written.add(source);
+  written.set(source, target);
   const code = stripTypeScriptTypes(readFileSync(source, 'utf8')).replace(
     RELATIVE_TS_IMPORT,
     (_match, lead: string, quote: string, specifier: string) => {
       const imported = resolve(dirname(source), `${specifier}.ts`);
       const importedTarget = relative(ROOT, imported).startsWith('measure/')
-        ? plainEntry(imported, written)
+        ? plainEntry(imported)
         : plainTarget(imported);
       return `${lead}${quote}${pathToFileURL(importedTarget).href}${quote}`;
     },
   );
   mkdirSync(OUT, { recursive: true });
-  writeFileSync(target, code);
+  // Whole or not at all: another bench of the same checkout may be starting from it.
+  writeFileSync(`${target}.${process.pid}`, code);
+  renameSync(`${target}.${process.pid}`, target);
   return target;
 }
