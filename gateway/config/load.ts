@@ -6,7 +6,6 @@
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import type { ErrorObject } from 'ajv';
-import { YAMLParseError, parse as parseYaml } from 'yaml';
 import { createGatewayConfigSchema, type GatewayConfig } from './schema/gateway.ts';
 import { checkAuthConfig } from './schema/identity.ts';
 import { checkListenerConfig } from './schema/listener.ts';
@@ -19,6 +18,7 @@ import { checkRouteDefinitions, type RouteDefinitionInput } from './schema/route
 import { checkTracingConfig } from './schema/tracing.ts';
 import { checkProxyConfig } from './schema/upstream.ts';
 import { problemLines } from './locate.ts';
+import { yaml } from './yaml-module.ts';
 import { compileValidator, type AjvRecipe } from '../../shared/validator-cache.ts';
 
 /** Where in the file a problem sits, when the file says: its line, and a YAML error's excerpt. */
@@ -220,7 +220,7 @@ export function loadConfigFile(path: string, env: NodeJS.ProcessEnv = process.en
   }
   let parsed: unknown;
   try {
-    parsed = parseYaml(text);
+    parsed = yaml().parse(text);
   } catch (error) {
     throw yamlError(path, error as Error);
   }
@@ -243,7 +243,7 @@ export function loadConfigFile(path: string, env: NodeJS.ProcessEnv = process.en
  */
 function yamlError(path: string, error: Error): ConfigError {
   const [first = '', ...rest] = error.message.split('\n');
-  const line = error instanceof YAMLParseError ? error.linePos?.[0].line : undefined;
+  const line = error instanceof yaml().YAMLParseError ? error.linePos?.[0].line : undefined;
   const excerpt = rest.join('\n').replace(/^\n+|\n+$/g, '');
   return new ConfigError(
     path,

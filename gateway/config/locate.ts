@@ -4,10 +4,11 @@
  * writes, for a key that is missing). An operator reads `gateway.yaml:4: routes[0]...` the
  * way compilers print errors.
  */
-import { LineCounter, isNode, parseDocument } from 'yaml';
+import { yaml } from './yaml-module.ts';
 
 /** The line (1-based) of each problem's path in `text`, or undefined where none is found. */
 export function problemLines(text: string, problems: readonly string[]): (number | undefined)[] {
+  const { LineCounter, isNode, parseDocument } = yaml();
   const lineCounter = new LineCounter();
   const document = parseDocument(text, { lineCounter });
   if (document.errors.length > 0) return problems.map(() => undefined);

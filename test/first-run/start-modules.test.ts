@@ -2,7 +2,8 @@
  * What `npm start` loads before it answers: its first step (scripts/start.ts) checks the
  * environment and locks the data dir with little loaded, so that the embedded database opens
  * beside the rest; and a start without Redis never loads ioredis (shared/ioredis-module.ts),
- * whose load alone is about a tenth of a warm start's CPU.
+ * whose load alone is about a tenth of a warm start's CPU, nor one without a config file the
+ * YAML parser.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -74,5 +75,7 @@ describe("npm start's modules", () => {
     // The check sees packages at all: the gateway's own are there.
     expect(loaded).toContain('undici');
     expect(loaded).not.toContain('ioredis');
+    // Nor the YAML parser without a config file (gateway/config/yaml-module.ts).
+    expect(loaded).not.toContain('yaml');
   });
 });
