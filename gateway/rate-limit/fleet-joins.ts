@@ -57,8 +57,10 @@ export function listenForJoins(redis: RedisClient, log: Logger, listener: JoinLi
   );
   return {
     async close() {
-      await subscription.close();
+      // Disconnected at once: a polite UNSUBSCRIBE over a silent link would never be answered.
+      const unsubscribing = subscription.close();
       subscriber.disconnect();
+      await unsubscribing;
     },
   };
 }

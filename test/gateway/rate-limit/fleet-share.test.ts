@@ -10,7 +10,7 @@ import { afterAll, describe, expect, inject, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import { joinFleet, type FleetMembership } from '../../../gateway/rate-limit/fleet-share.ts';
 import { createRedisClient, waitForRedis } from '../../../shared/redis.ts';
-import { countsAfterAJoin } from '../../support/fleet-watch.ts';
+import { countsAfterAJoin, listening } from '../../support/fleet-watch.ts';
 import { startDelayProxy, type DelayProxy } from '../../support/delay-proxy.ts';
 import { startOwnRedis, type OwnRedis } from '../../support/redis-server.ts';
 
@@ -97,5 +97,25 @@ describe('a join is known to the fleet at once', () => {
       second: 2,
       listening: true,
     });
+  });
+});
+
+describe('leaving the fleet', () => {
+  it('does not wait on a Redis that has gone silent', async () => {
+    const own = await startOwnRedis();
+    servers.push(own);
+    const prefix = `t${randomUUID()}:`;
+    const observer = await connect(prefix, own.url);
+    const membership = await gateway(prefix, own.url);
+    expect(await listening(observer, `${prefix}rl:fleet-joined`, 1, 3000)).toBe(true);
+    own.freeze();
+    try {
+      const left = membership.leave().then(() => 'left');
+      const waiting = new Promise((r) => setTimeout(r, 5000, 'still leaving after 5 s'));
+      // The ZREM of its heartbeat waits out the command timeout (2 s here), nothing longer.
+      expect(await Promise.race([left, waiting])).toBe('left');
+    } finally {
+      own.thaw();
+    }
   });
 });
