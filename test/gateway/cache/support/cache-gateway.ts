@@ -165,14 +165,16 @@ export async function startCacheGateway(options: CacheGatewayOptions): Promise<C
     get: (path, headers) => send('GET', path, headers),
     async dropInvalidationSubscriber() {
       if (redis === undefined) throw new Error('this gateway has no Redis');
-      // The subscriber is the gateway's duplicate of `redis`: same name, in subscribed mode.
+      // The subscribers are the gateway's duplicates of `redis`: same name, in subscribed mode.
+      // CLIENT LIST does not name their channels, and the rate limiter's fleet-join listener
+      // is one too: every one is cut, so the invalidation bus's is surely among them.
       const clients = String(await redis.client('LIST')).split('\n');
-      const subscriber = clients.find(
-        (line) => line.includes(`name=${connectionName} `) && !line.includes(' sub=0 '),
-      );
-      const id = /(?:^| )id=(\d+)/.exec(subscriber ?? '')?.[1];
-      if (id === undefined) throw new Error('no invalidation subscriber connected');
-      await redis.client('KILL', 'ID', id);
+      const ids = clients
+        .filter((line) => line.includes(`name=${connectionName} `) && !line.includes(' sub=0 '))
+        .map((line) => /(?:^| )id=(\d+)/.exec(line)?.[1])
+        .filter((id) => id !== undefined);
+      if (ids.length === 0) throw new Error('no invalidation subscriber connected');
+      for (const id of ids) await redis.client('KILL', 'ID', id);
     },
     send,
     async close() {
