@@ -28,6 +28,9 @@ import type { Logger } from 'pino';
 import type { SubscriberConnection } from './redis-subscriber.ts';
 import { watchLiveness, type SubscriptionWords } from './subscription-liveness.ts';
 
+/** How long a close waits for Redis to confirm the UNSUBSCRIBE. */
+const UNSUBSCRIBE_WAIT_MS = 500;
+
 export type { SubscriptionWords } from './subscription-liveness.ts';
 
 /** What the subscription hands its listener. */
@@ -125,11 +128,15 @@ export function subscribeLive(options: LiveSubscriptionOptions, listener: Channe
       subscriber.off('close', lost);
       subscriber.off('end', lost);
       subscriber.off('message', hear);
-      try {
-        await subscriber.unsubscribe(channel);
-      } catch {
-        // Closing anyway: the connection belongs to the caller.
-      }
+      // The subscribed connection has no command deadline: over a silent link the UNSUBSCRIBE
+      // would never be answered and the caller's drain would wait for its own deadline. It is
+      // asked, not awaited past UNSUBSCRIBE_WAIT_MS; the connection is the caller's to close.
+      let giveUp: NodeJS.Timeout | undefined;
+      await Promise.race([
+        subscriber.unsubscribe(channel).catch(() => {}),
+        new Promise((resolve) => (giveUp = setTimeout(resolve, UNSUBSCRIBE_WAIT_MS))),
+      ]);
+      clearTimeout(giveUp);
     },
   };
 }
