@@ -2,10 +2,10 @@
  * Config validation: defaults fill what a file does not name, and every bad key is
  * reported with its path, all at once.
  */
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import {
   ConfigError,
   configReference,
@@ -13,6 +13,10 @@ import {
   loadConfigFile,
   parseConfig,
 } from '../../../gateway/config/load.ts';
+
+/** Every config file of this file's tests lives here, removed at the end. */
+const scratch = mkdtempSync(join(tmpdir(), 'portico-config-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 function problemsOf(input: unknown): readonly string[] {
   try {
@@ -52,7 +56,7 @@ describe('gateway config', () => {
   });
 
   it('a file with only rateLimits keeps the default /v1 route, and the issue example is accepted as is', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'portico-config-'));
+    const dir = mkdtempSync(join(scratch, 'case-'));
     const file = join(dir, 'portico.yaml');
     writeFileSync(
       file,
@@ -162,7 +166,7 @@ describe('gateway config', () => {
   });
 
   it('loads YAML from PORTICO_CONFIG, resolving certificate paths against the file', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'portico-config-'));
+    const dir = mkdtempSync(join(scratch, 'case-'));
     const file = join(dir, 'gateway.yaml');
     writeFileSync(
       file,
@@ -178,7 +182,7 @@ describe('gateway config', () => {
   });
 
   it('reports a file that is not YAML', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'portico-config-'));
+    const dir = mkdtempSync(join(scratch, 'case-'));
     const file = join(dir, 'bad.yaml');
     writeFileSync(file, 'routes: [\n');
     expect(() => loadConfigFile(file)).toThrow(ConfigError);
