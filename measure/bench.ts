@@ -19,6 +19,7 @@
  * BENCH_GATEWAY_NODE_ARGS (extra node flags for the gateways, e.g. `--cpu-prof`), BENCH_BASELINE
  * (the root of another checkout, built: its gateway gets a cache-miss and a cache-hit row of its
  * own, interleaved with this one's, so a change is measured before and after in one run),
+ * BENCH_MEMORY_SAMPLER (a directory: each gateway writes its memory at its RSS peak there),
  * BENCH_NO_INSTALL (set: never apt-get install nginx; its rows are printed as missing).
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -56,6 +57,8 @@ REDIS_URL (default redis://127.0.0.1:6379), BENCH_ROUNDS (3), BENCH_DURATION (s 
 round, 5), BENCH_WARMUP (2), BENCH_CONNECTIONS (32), BENCH_ROWS (comma-separated parts of row
 names: only those rows), LOG_LEVEL (info), BENCH_GATEWAY_NODE_ARGS (extra node flags),
 BENCH_BASELINE (root of another built checkout: cache-miss and cache-hit rows through its gateway),
+BENCH_MEMORY_SAMPLER (a directory: each gateway writes <pid>.json there, its memory by where it is
+at its RSS peak; measure/bench/memory-sampler.ts),
 BENCH_NO_INSTALL (set: never apt-get install nginx for the field rows; they print as missing).
 A short plumbing check: BENCH_ROUNDS=1 BENCH_DURATION=2 BENCH_WARMUP=0 npm run bench.`);
 if (process.argv.length > 2) usageError('bench', USAGE, `unexpected argument ${process.argv[2]}`);

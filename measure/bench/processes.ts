@@ -97,9 +97,15 @@ async function answers(url: string, dispatcher?: Agent, status = 200): Promise<b
   return status === 0 || response.statusCode === status;
 }
 
-/** The extra node flags for the gateways (BENCH_GATEWAY_NODE_ARGS, e.g. `--cpu-prof`). */
-function gatewayNodeArgs(): string[] {
-  return (process.env['BENCH_GATEWAY_NODE_ARGS'] ?? '').split(' ').filter((arg) => arg !== '');
+/**
+ * The extra node flags for the gateways: BENCH_GATEWAY_NODE_ARGS (`--cpu-prof`, say), and with
+ * BENCH_MEMORY_SAMPLER=DIR the memory sampler preloaded as plain JavaScript (memory-sampler.ts).
+ */
+export function gatewayNodeArgs(env: NodeJS.ProcessEnv = process.env): string[] {
+  const sampler = env['BENCH_MEMORY_SAMPLER']
+    ? ['--import', plainEntry('measure/bench/memory-sampler.ts')]
+    : [];
+  return [...sampler, ...(env['BENCH_GATEWAY_NODE_ARGS'] ?? '').split(' ').filter((arg) => arg !== '')];
 }
 
 /**

@@ -1,0 +1,90 @@
+/**
+ * Where a gateway's memory is at its peak: preloaded into every gateway the bench starts when
+ * BENCH_MEMORY_SAMPLER names a directory (`BENCH_MEMORY_SAMPLER=DIR npm run bench`), as a
+ * plain-JavaScript copy (plain-entry.ts: a .ts preload would load the type stripper into the
+ * gateway and measure it too). Every 50 ms it reads VmRSS; at each new high (at most one a half
+ * second) it writes DIR/<pid>.json: /proc/self/status's memory fields, smaps_rollup, resident
+ * memory by mapping (the node binary, [heap], anonymous), process.memoryUsage(), V8's heap
+ * statistics and heap spaces. The timer is unref'd: it never keeps the process alive.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { getHeapSpaceStatistics, getHeapStatistics } from 'node:v8';
+
+const MiB = 1024 * 1024;
+const mib = (bytes: number) => Math.round((bytes / MiB) * 10) / 10;
+
+/** A `kB` field of /proc/self/status in MiB. */
+function statusMiB(status: string, field: string): number {
+  return Number(new RegExp(`^${field}:\\s*(\\d+) kB$`, 'm').exec(status)?.[1] ?? 0) / 1024;
+}
+
+/** Resident MiB by mapping: a file by its name, `[heap]`, `[anon]` and the like. */
+export function residentByMapping(smaps: string): Record<string, number> {
+  const byName = new Map<string, number>();
+  let name = '[anon]';
+  for (const line of smaps.split('\n')) {
+    const header = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (header !== null) {
+      const path = header[1] ?? '';
+      name = path === '' ? '[anon]' : path.startsWith('/') ? path.slice(path.lastIndexOf('/') + 1) : path;
+      continue;
+    }
+    const rss = /^Rss:\s*(\d+) kB/.exec(line);
+    if (rss !== null) byName.set(name, (byName.get(name) ?? 0) + Number(rss[1]) / 1024);
+  }
+  const sorted = [...byName].filter(([, value]) => value >= 0.25).sort((a, b) => b[1] - a[1]);
+  return Object.fromEntries(sorted.map(([key, value]) => [key, Math.round(value * 10) / 10]));
+}
+
+/** The process's memory now, by where it is. */
+export function memorySnapshot(): object {
+  const status = readFileSync('/proc/self/status', 'utf8');
+  const heap = getHeapStatistics();
+  return {
+    status: Object.fromEntries(
+      ['VmRSS', 'VmHWM', 'RssAnon', 'RssFile', 'RssShmem'].map((field) => [
+        field,
+        Math.round(statusMiB(status, field) * 10) / 10,
+      ]),
+    ),
+    threads: Number(/^Threads:\s*(\d+)/m.exec(status)?.[1]),
+    memoryUsage: Object.fromEntries(
+      Object.entries(process.memoryUsage() as unknown as Record<string, number>).map(([k, v]) => [k, mib(v)]),
+    ),
+    heap: {
+      physical: mib(heap.total_physical_size),
+      malloced: mib(heap.malloced_memory),
+      peakMalloced: mib(heap.peak_malloced_memory),
+      external: mib(heap.external_memory),
+    },
+    spaces: Object.fromEntries(
+      getHeapSpaceStatistics().map((space) => [
+        space.space_name,
+        {
+          size: mib(space.space_size),
+          used: mib(space.space_used_size),
+          physical: mib(space.physical_space_size),
+        },
+      ]),
+    ),
+    rollup: readFileSync('/proc/self/smaps_rollup', 'utf8').split('\n').slice(1).filter(Boolean),
+    byMapping: residentByMapping(readFileSync('/proc/self/smaps', 'utf8')),
+  };
+}
+
+const dir = process.env['BENCH_MEMORY_SAMPLER'];
+if (dir !== undefined && dir !== '') {
+  const started = Date.now();
+  let highest = 0;
+  let written = 0;
+  setInterval(() => {
+    const rss = statusMiB(readFileSync('/proc/self/status', 'utf8'), 'VmRSS');
+    if (rss <= highest) return;
+    highest = rss;
+    if (Date.now() - written < 500) return;
+    written = Date.now();
+    const record = { argv: process.argv.slice(1), seconds: (written - started) / 1000, ...memorySnapshot() };
+    writeFileSync(join(dir, `${process.pid}.json`), JSON.stringify(record, null, 1));
+  }, 50).unref();
+}

@@ -1,0 +1,34 @@
+/**
+ * The bench's memory sampler (measure/bench/memory-sampler.ts): with BENCH_MEMORY_SAMPLER set,
+ * every gateway gets it preloaded as plain JavaScript (a .ts preload would load the type
+ * stripper into the gateway and measure it too), and it tells resident memory by mapping.
+ */
+import { readFileSync, rmSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { residentByMapping } from '../../measure/bench/memory-sampler.ts';
+import { gatewayNodeArgs } from '../../measure/bench/processes.ts';
+
+describe('the bench’s memory sampler', () => {
+  it('is preloaded into the gateways as plain JavaScript when BENCH_MEMORY_SAMPLER names a directory', () => {
+    const args = gatewayNodeArgs({ BENCH_MEMORY_SAMPLER: '/tmp/x', BENCH_GATEWAY_NODE_ARGS: '--cpu-prof' });
+    const preload = args[args.indexOf('--import') + 1]!;
+    try {
+      expect(preload).toMatch(/\/dist\/bench\/memory-sampler\.js$/);
+      expect(readFileSync(preload, 'utf8')).toContain('BENCH_MEMORY_SAMPLER');
+      expect(args).toContain('--cpu-prof');
+      expect(gatewayNodeArgs({})).toEqual([]);
+    } finally {
+      rmSync(preload, { force: true });
+    }
+  });
+
+  it('tells resident memory by mapping: files by name, [heap], anonymous', () => {
+    const byMapping = residentByMapping(readFileSync('/proc/self/smaps', 'utf8'));
+    const total = Object.values(byMapping).reduce((sum, value) => sum + value, 0);
+    expect(byMapping['[anon]']).toBeGreaterThan(1);
+    expect(Object.keys(byMapping).some((name) => name.startsWith('node'))).toBe(true);
+    const rss = Number(/^VmRSS:\s*(\d+) kB$/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1]) / 1024;
+    // Mappings under 0.25 MiB are left out; the rest is nearly all of it.
+    expect(total).toBeGreaterThan(rss * 0.8);
+  });
+});
