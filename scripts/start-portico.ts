@@ -154,6 +154,9 @@ async function serve(
   context.mark('ready');
   // How many validators came from the data dir's cache: a warm start compiles none.
   gatewayLog.info({ from: clock.origin, reachedMs: reached, validators: validatorCacheCounts }, 'started');
+  // The gateway's log is batched (a quarter second at most): its lines go out before the banner,
+  // so the banner is the last thing the start prints.
+  gatewayLog.flush();
   const url = `https://localhost:${gateway.gateway.addresses.https.port}`;
   const cacert = gateway.devCertificate === undefined ? '' : `--cacert ${gateway.devCertificate} `;
   process.stdout.write(
