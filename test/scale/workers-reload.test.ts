@@ -9,12 +9,14 @@
  * Which worker answered a request is read from the audit log: each worker appends a chain of
  * its own, named by its slot (audit-workers.test.ts), with the request's path and status.
  *
- * The config file is a link to a file in another folder, edited there: the workers' watchers
- * (on the link's folder) see no change, so only the reload itself can bring a worker the new
- * routes. Otherwise a worker the reload missed would catch up by its watcher and hide the gap.
+ * The config file is edited where no watcher looks: in place, through a hard link to it in a
+ * third folder. The workers watch the folders of the config's path and of the file a link there
+ * points to; a write through another name of the same file reaches neither, so only the reload
+ * itself can bring a worker the new routes. Otherwise a worker the reload missed would catch up
+ * by its watcher and hide the gap.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
@@ -34,6 +36,8 @@ const SPREAD = 30;
 let fixture: ScaleFixture;
 let dir: string;
 let configFile: string;
+/** Another name of configFile, in a folder no worker watches: every edit is written through it. */
+let editedFile: string;
 let auditLog: string;
 let gateway: GatewayProcess;
 let authorization: string;
@@ -46,7 +50,7 @@ function configWith(prefixes: string[], extra: Record<string, unknown> = {}): st
   const v1 = (base['routes'] as Record<string, unknown>[])[0]!;
   const routes = [v1, ...prefixes.map((prefix) => ({ prefix, upstream: v1['upstream'] }))];
   const text = JSON.stringify({ ...base, routes, ...extra });
-  writeFileSync(configFile, text);
+  writeFileSync(editedFile, text);
   return text;
 }
 
@@ -57,6 +61,10 @@ beforeAll(async () => {
   mkdirSync(join(dir, 'current'));
   configFile = join(dir, 'release', 'gateway.json');
   auditLog = join(dir, 'audit.log');
+  mkdirSync(join(dir, 'edits'));
+  editedFile = join(dir, 'edits', 'gateway.json');
+  writeFileSync(configFile, '');
+  linkSync(configFile, editedFile);
   configWith([]);
   const link = join(dir, 'current', 'gateway.json');
   symlinkSync(configFile, link);
@@ -173,7 +181,7 @@ describe('GATEWAY_WORKERS=2: a reload reaches every worker', () => {
     // One series, 1: both workers run it. A sum would say 2; a worker left behind, a second series.
     expect(text.match(/^portico_config_info\{.*$/gm)).toEqual([`portico_config_info{version="${v}"} 1`]);
     expect(text).toMatch(/^portico_config_last_reload_success 1$/m);
-    // Two reloads, each of two workers; the watchers saw nothing (the file is behind a link).
+    // Two reloads, each of two workers; the watchers saw nothing (edited through a hard link).
     expect(text).toMatch(/^portico_config_reloads_total\{result="applied"\} 4$/m);
     const stamp = Number(/^portico_config_last_reload_timestamp_seconds (\S+)$/m.exec(text)?.[1]);
     expect(Math.abs(stamp - Date.now() / 1000)).toBeLessThan(120);
