@@ -121,38 +121,28 @@ export function forwardedHeaders(
   const address = trusted ? peerAddress(req) : upstream.clientIp;
   const host = upstream.authority;
   const forwarded = `for=${forwardedNode(address)};proto=https;host="${quotedPairs(host)}"`;
-  if (incoming === undefined) {
-    out.push(
-      'forwarded',
-      forwarded,
-      'x-forwarded-for',
-      address,
-      'x-forwarded-proto',
-      'https',
-      'x-forwarded-host',
-      host,
-      REQUEST_ID_HEADER,
-      upstream.correlationId,
-    );
-    return out;
-  }
-  const append = (name: string, value: string) => {
-    const before = incoming.get(name);
-    return before === undefined ? value : [...before, value].join(', ');
-  };
   out.push(
     'forwarded',
-    append('forwarded', forwarded),
+    appended(incoming, 'forwarded', forwarded),
     'x-forwarded-for',
-    append('x-forwarded-for', address),
+    appended(incoming, 'x-forwarded-for', address),
     'x-forwarded-proto',
-    incoming.get('x-forwarded-proto')?.[0] ?? 'https',
+    incoming?.get('x-forwarded-proto')?.[0] ?? 'https',
     'x-forwarded-host',
-    incoming.get('x-forwarded-host')?.[0] ?? host,
+    incoming?.get('x-forwarded-host')?.[0] ?? host,
     REQUEST_ID_HEADER,
     upstream.correlationId,
   );
   return out;
+}
+
+/**
+ * `value` after what a trusted balancer sent in the field, or alone. A function of the module,
+ * not a closure per request (most requests have no balancer's fields at all).
+ */
+function appended(incoming: Map<string, string[]> | undefined, name: string, value: string): string {
+  const before = incoming?.get(name);
+  return before === undefined ? value : [...before, value].join(', ');
 }
 
 /** RFC 7239: an IPv6 address is bracketed and the node quoted. */
