@@ -89,6 +89,7 @@ describe('secrets planted in the data dir', () => {
     expect(() => loadApiKeySigningKeys({}, dir)).toThrow(/mode 0770\); run chmod 700/);
   });
 
+  // Root only (chown to another user): see isRoot above; CI runs it.
   it.skipIf(!isRoot)('a secret owned by another user is refused even at mode 0600', () => {
     const dir = dataDir();
     const file = plantedIssuerKey(dir, 0o600);
