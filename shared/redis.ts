@@ -149,6 +149,10 @@ export function createSubscriber(client: RedisClient): SubscriberConnection {
     ...client.options,
     replyMapping: 'legacy',
     commandTimeout: undefined,
+    // Its users subscribe again at every 'ready' (live-subscription.ts). ioredis's own
+    // resubscription sends SUBSCRIBE without handling its failure: a Redis that drops the
+    // connection again before answering left an unhandled rejection (seen in CI, a frozen Redis).
+    autoResubscribe: false,
   });
   // Its outages are the command connection's too, which reports them.
   subscriber.on('error', () => {});
