@@ -6,7 +6,7 @@
  * once the upstream has switched protocols; a refusal or failure is a 502 or 504 problem.
  */
 import type { ConnectionOptions } from 'node:tls';
-import WebSocket from 'ws';
+import type WebSocket from 'ws';
 import { HttpProblem } from '../../shared/errors.ts';
 import type { AssertionKey } from '../../shared/identity-assertion.ts';
 import type { ProxyConfig } from '../config/schema/upstream.ts';
@@ -17,6 +17,7 @@ import { upstreamHeaders } from '../upstream/forward.ts';
 import type { RouteUpstreams } from '../upstream/route-upstreams.ts';
 import { createTlsOptions } from '../upstream/upstream-tls.ts';
 import type { Handshake } from './handshake.ts';
+import { ws } from './ws-module.ts';
 
 export interface DialDeps {
   routes: RouteUpstreams;
@@ -50,7 +51,7 @@ export function createDial(proxy: ProxyConfig, deps: DialDeps): Dial {
     const origin = new URL(member.url);
     const secure = origin.protocol === 'https:';
     const url = `${secure ? 'wss' : 'ws'}://${origin.host}${ctx.upstream.target}`;
-    const socket = new WebSocket(url, [...handshake.protocols], {
+    const socket = new (ws())(url, [...handshake.protocols], {
       headers: headerObject(upstreamHeaders(ctx, proxy, signingKey)),
       // No compression on either hop: a relay that inflates is open to compression bombs, and
       // the messages pass through as they are.

@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-import WebSocket from 'ws';
+import type WebSocket from 'ws';
 import { HttpProblem } from '../../shared/errors.ts';
 import type { AuditEntry } from '../audit/audit-record.ts';
 import { routeLabel } from '../config/schema/route-name.ts';
@@ -18,6 +18,7 @@ import type { Handshake } from './handshake.ts';
 import type { WebSocketMetrics } from './metrics.ts';
 import { startRelay, type Relay, type RelayOutcome } from './relay.ts';
 import type { Dial } from './upstream-dial.ts';
+import { ws } from './ws-module.ts';
 
 export interface WebSocketsDeps {
   dial: Dial;
@@ -95,7 +96,7 @@ export class WebSockets {
     // `null`: ws's server side, which does not mask what it sends (RFC 6455 §5.1). The options
     // are WebSocketServer's: without a close timeout ws would cut the socket 1 ms after its
     // close frame instead of waiting for the peer's.
-    const client = new (WebSocket as unknown as ServerSocket)(null, undefined, {
+    const client = new (ws() as unknown as ServerSocket)(null, undefined, {
       autoPong: true,
       closeTimeout: CLOSE_TIMEOUT_MS,
     });

@@ -3,7 +3,7 @@
  * environment and locks the data dir with little loaded, so that the embedded database opens
  * beside the rest; and a start without Redis never loads ioredis (shared/ioredis-module.ts),
  * whose load alone is about a tenth of a warm start's CPU, nor one without a config file the
- * YAML parser.
+ * YAML parser, nor ws before the first WebSocket.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -77,5 +77,7 @@ describe("npm start's modules", () => {
     expect(loaded).not.toContain('ioredis');
     // Nor the YAML parser without a config file (gateway/config/yaml-module.ts).
     expect(loaded).not.toContain('yaml');
+    // Nor ws before a route's first WebSocket (gateway/websocket/ws-module.ts).
+    expect(loaded).not.toContain('ws');
   });
 });

@@ -1,0 +1,15 @@
+/**
+ * ws, loaded on a route's first WebSocket rather than with the gateway: most gateways relay
+ * none, and loading it is about 25 ms of a start's main thread (`npm start`'s warm start is
+ * held to under a second). Synchronous, through `require`, so that the relay's server end is
+ * made in the same turn as before; the upstream end's dial is the first use.
+ */
+import { createRequire } from 'node:module';
+import type WebSocket from 'ws';
+
+let loaded: typeof WebSocket | undefined;
+
+export function ws(): typeof WebSocket {
+  loaded ??= createRequire(import.meta.url)('ws') as typeof WebSocket;
+  return loaded;
+}
