@@ -12,6 +12,11 @@
  * takes the data dir's lock and starts the embedded database in a thread of its own, and only
  * then loads the gateway and the service (start-portico.ts), so that opening the database and
  * loading their modules, each about a third of a warm start, run side by side on two cores.
+ *
+ * The start script runs node with `--liftoff-only`: PGlite's WebAssembly (a 9 MB module) stays
+ * on V8's baseline code. Its optimising compiler took a fifth of a warm start's CPU and made the
+ * process peak near 800 MiB while it compiled, for statements at most a fifth faster; the
+ * embedded database is for trying Portico, a server is for load (docs/performance.md).
  */
 import { join } from 'node:path';
 import { EnvironmentError, environmentProblems, logLevelOf } from '../gateway/environment.ts';

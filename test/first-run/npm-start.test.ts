@@ -137,6 +137,21 @@ describe('npm start under signals', () => {
   }, 90_000);
 });
 
+describe("npm start's memory", () => {
+  it('the embedded database runs on baseline code: the start peaks far below 800 MiB', async () => {
+    const run = await npmStart();
+    const node = descendants(run.npm.pid!).find((pid) => commandLine(pid).includes('scripts/start.ts'));
+    expect(node).toBeDefined();
+    // VmHWM, the most the process held at once. With V8's optimising compiler PGlite's
+    // WebAssembly (a 9 MB module) peaked at 795 MiB in a cold start, while its first statements
+    // ran; with --liftoff-only in the start script, 264-283 MiB (docs/performance.md).
+    const peakKiB = Number(/^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${node}/status`, 'utf8'))?.[1]);
+    expect(peakKiB / 1024).toBeGreaterThan(50);
+    expect(peakKiB / 1024).toBeLessThan(500);
+    await stopsEverything(run, 'SIGTERM');
+  }, 90_000);
+});
+
 describe('npm start trusting another issuer', () => {
   it('names the issuer and prints no development token', async () => {
     // A JWKS endpoint on loopback; the keys need not match anything: no token is verified here.
