@@ -33,7 +33,7 @@ import { assertPrivateDirectory } from '../shared/data-dir-secrets.ts';
 import { Lifecycle } from '../shared/lifecycle.ts';
 import { createLogDestination } from '../shared/log-destination.ts';
 import { startClock } from '../shared/start-clock.ts';
-import { useValidatorCache } from '../shared/validator-cache.ts';
+import { pruneValidatorCache, useValidatorCache } from '../shared/validator-cache.ts';
 import { answerHelp, usageError } from './cli-args.ts';
 import type { StartContext } from './start-portico.ts';
 
@@ -120,6 +120,10 @@ async function main(): Promise<void> {
   });
   crashGuard.drainWith(() => lifecycle.close());
   await started.serve({ clock, reached });
+  // Every validator this version needs is made by now: those of other versions can go.
+  const pruned = pruneValidatorCache();
+  if (pruned > 0)
+    gatewayLog.info({ files: pruned }, "removed validators of other versions from the data dir's cache");
 }
 
 main().catch(async (error: unknown) => {

@@ -18,6 +18,7 @@ import { OrderInput, OrderPatch, PaymentInput } from '../../resource-service/mod
 import { callsForParameters, fillParameters, parameterize } from '../../shared/schema-parameters.ts';
 import {
   compileValidator,
+  pruneValidatorCache,
   useValidatorCache,
   validatorCacheCounts,
   type AjvRecipe,
@@ -169,6 +170,45 @@ describe('the validator cache', () => {
     expect(verdict(PERSON, { name: '' }).valid).toBe(false);
     expect(validatorCacheCounts.loaded).toBe(loadedBefore);
     chmodSync(cacheDir, 0o700);
+  });
+
+  it("keeps only what this start used: other versions' entries and writers' leftovers go", () => {
+    useValidatorCache(cacheDir);
+    verdict(PERSON, {});
+    const older = Type.Object({ name: Type.String() });
+    verdict(older, {});
+    const leftover = join(cacheDir, `${'a'.repeat(64)}.js.4242.0badf00d.tmp`);
+    writeFileSync(leftover, 'half of an entry');
+    const notOurs = join(cacheDir, 'notes.txt');
+    writeFileSync(notOurs, 'kept: not an entry');
+    // The next start (an upgrade: only PERSON's schema is still in use) loads PERSON alone.
+    useValidatorCache(cacheDir);
+    const kept = entries();
+    verdict(PERSON, {});
+    expect(validatorCacheCounts.loaded).toBe(1);
+    expect(pruneValidatorCache()).toBe(3);
+    const after = entries();
+    expect(after.js).toHaveLength(1);
+    expect(after.v8).toHaveLength(1);
+    expect(kept.js).toContain(after.js[0]);
+    expect(readdirSync(cacheDir)).toContain('notes.txt');
+    expect(readdirSync(cacheDir).some((name) => name.endsWith('.tmp'))).toBe(false);
+    // What was kept still loads.
+    expect(verdict(PERSON, { name: '' }).valid).toBe(false);
+    expect(validatorCacheCounts.loaded).toBe(2);
+  });
+
+  it('removes nothing from a directory others may write, nor without a cache', () => {
+    useValidatorCache(cacheDir);
+    verdict(PERSON, {});
+    useValidatorCache(cacheDir);
+    chmodSync(cacheDir, 0o777);
+    expect(pruneValidatorCache()).toBe(0);
+    chmodSync(cacheDir, 0o700);
+    expect(entries().js).toHaveLength(1);
+    useValidatorCache(undefined);
+    expect(pruneValidatorCache()).toBe(0);
+    expect(entries().js).toHaveLength(1);
   });
 
   it('generates for the template the code Ajv generates for the schema itself', () => {
