@@ -6,14 +6,14 @@
  * heartbeat, which fails while the master is gone, counted a fleet of one through the outage
  * and admitted the whole limit, where its share is half.
  */
-import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createRedisConnection, parseHostPorts, waitForRedis, type RedisClient } from '../../shared/redis.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitForRedis, type RedisClient } from '../../shared/redis.ts';
 import { closeAll } from '../support/close-all.ts';
 import { startRedisSentinel, type OwnRedisSentinel } from '../support/redis-sentinel.ts';
 import { admissionBound, callerLoad, until } from './support/admissions.ts';
 import { FAILOVER_TEST_TIMEOUT_MS } from './support/failover-load.ts';
 import { freshCustomer, startScaleFixture, type ScaleFixture } from './support/scale-fixture.ts';
+import { sentinelGateways, sentinelObserver } from './support/sentinel-gateways.ts';
 
 const LIMIT = 50;
 let sentinel: OwnRedisSentinel;
@@ -34,27 +34,9 @@ describe('the Redis master is lost right after a gateway joins (Sentinel)', () =
   it(
     'two gateways stay within the bound: limit + one share each',
     async () => {
-      const prefix = `${inject('redisPrefix')}${randomUUID()}:`;
-      const env = {
-        REDIS_SENTINELS: sentinel.addresses,
-        REDIS_SENTINEL_NAME: sentinel.name,
-        PORTICO_REDIS_PREFIX: prefix,
-      };
-      const rateLimits = {
-        onStoreFailure: 'memory',
-        authFailures: { limit: 1_000_000, window: '60s' },
-        policies: [{ name: 'default', key: 'customer', limit: LIMIT, window: '60s' }],
-      };
+      const { prefix, env, rateLimits } = sentinelGateways(sentinel, LIMIT);
       const older = await fixture.gateway(rateLimits, env);
-      observer = createRedisConnection(
-        {
-          mode: 'sentinel',
-          sentinels: parseHostPorts('REDIS_SENTINELS', sentinel.addresses),
-          name: sentinel.name,
-        },
-        { keyPrefix: prefix, commandTimeoutMs: 2000 },
-      );
-      observer.on('error', () => {});
+      observer = sentinelObserver(sentinel, prefix);
       expect(await waitForRedis(observer, 10_000)).toBe(true);
       const fleet = observer;
       expect(await until(async () => (await fleet.zcard('rl:fleet')) === 1, 8000)).toBe(true);

@@ -9,14 +9,14 @@
  * worst case: both shares during the outage, then the limit again on the promoted replica,
  * which never saw those counts).
  */
-import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createRedisConnection, parseHostPorts, waitForRedis, type RedisClient } from '../../shared/redis.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitForRedis, type RedisClient } from '../../shared/redis.ts';
 import { closeAll } from '../support/close-all.ts';
 import { startRedisSentinel, type OwnRedisSentinel } from '../support/redis-sentinel.ts';
 import { callerLoad, everyGatewayKnowsFleet, holdsTheBound, until } from './support/admissions.ts';
 import { FAILOVER_TEST_TIMEOUT_MS } from './support/failover-load.ts';
 import { freshCustomer, startScaleFixture, type ScaleFixture } from './support/scale-fixture.ts';
+import { sentinelGateways, sentinelObserver } from './support/sentinel-gateways.ts';
 
 const LIMIT = 50;
 let sentinel: OwnRedisSentinel;
@@ -35,29 +35,11 @@ describe('the Redis master is lost under traffic (Sentinel)', () => {
   it(
     'two gateways stay within the bound: limit + one share each',
     async () => {
-      const prefix = `${inject('redisPrefix')}${randomUUID()}:`;
-      const env = {
-        REDIS_SENTINELS: sentinel.addresses,
-        REDIS_SENTINEL_NAME: sentinel.name,
-        PORTICO_REDIS_PREFIX: prefix,
-      };
-      const rateLimits = {
-        onStoreFailure: 'memory',
-        authFailures: { limit: 1_000_000, window: '60s' },
-        policies: [{ name: 'default', key: 'customer', limit: LIMIT, window: '60s' }],
-      };
+      const { prefix, env, rateLimits } = sentinelGateways(sentinel, LIMIT);
       // One after the other: two processes booting at once on a busy machine can miss the
       // harness's start deadline.
       const gateways = [await fixture.gateway(rateLimits, env), await fixture.gateway(rateLimits, env)];
-      observer = createRedisConnection(
-        {
-          mode: 'sentinel',
-          sentinels: parseHostPorts('REDIS_SENTINELS', sentinel.addresses),
-          name: sentinel.name,
-        },
-        { keyPrefix: prefix, commandTimeoutMs: 2000 },
-      );
-      observer.on('error', () => {});
+      observer = sentinelObserver(sentinel, prefix);
       expect(await waitForRedis(observer, 10_000)).toBe(true);
       // Both gateways heartbeat: each knows the fleet is two before the master goes (not
       // asserted: the admissions below are what matters, and tell if they did not). The set
