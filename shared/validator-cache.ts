@@ -79,8 +79,15 @@ const ENTRY_FILE = /^([0-9a-f]{64})\.(?:js|v8)$/;
 export function pruneValidatorCache(): number {
   const dir = cacheDir;
   if (dir === undefined || !privateDirectory(dir)) return 0;
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    // Tidying is never worth failing a start that is already serving.
+    return 0;
+  }
   let removed = 0;
-  for (const name of readdirSync(dir)) {
+  for (const name of names) {
     const key = ENTRY_FILE.exec(name)?.[1];
     const unused = key === undefined ? name.endsWith('.tmp') : !usedKeys.has(key);
     if (!unused) continue;
