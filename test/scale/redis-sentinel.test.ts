@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createRedisApiKeyStore } from '../../gateway/identity/api-key-store.ts';
-import { createRedisConnection, parseHostPorts, waitForRedis, type RedisClient } from '../../shared/redis.ts';
+import { waitForRedis, type RedisClient } from '../../shared/redis.ts';
 import { startRedisSentinel, type OwnRedisSentinel } from '../support/redis-sentinel.ts';
 import {
   FAILOVER_TEST_TIMEOUT_MS,
@@ -24,6 +24,7 @@ import {
   type ScaleFixture,
 } from './support/scale-fixture.ts';
 import { closeAll } from '../support/close-all.ts';
+import { sentinelObserver } from './support/sentinel-gateways.ts';
 
 let sentinel: OwnRedisSentinel;
 let fixture: ScaleFixture;
@@ -38,15 +39,7 @@ afterAll(async () => {
 });
 
 async function sentinelClient(prefix: string): Promise<RedisClient> {
-  const client = createRedisConnection(
-    {
-      mode: 'sentinel',
-      sentinels: parseHostPorts('REDIS_SENTINELS', sentinel.addresses),
-      name: sentinel.name,
-    },
-    { keyPrefix: prefix, commandTimeoutMs: 2000 },
-  );
-  client.on('error', () => {});
+  const client = sentinelObserver(sentinel, prefix);
   clients.push(client);
   expect(await waitForRedis(client, 10_000)).toBe(true);
   return client;

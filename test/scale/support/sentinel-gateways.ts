@@ -1,8 +1,8 @@
 /**
- * What the Sentinel failover tests of the admission bound share: the gateways' environment and
- * rate limits on a fresh key prefix (the limit per customer, `onStoreFailure: memory`, failed
+ * What the Sentinel failover tests share: the admission tests' gateway environment and rate
+ * limits on a fresh key prefix (the limit per customer, `onStoreFailure: memory`, failed
  * authentications never in the way), and a connection of the test's own to whichever node is
- * master, to read the fleet's keys under that prefix.
+ * master, to read the keys under a prefix.
  */
 import { randomUUID } from 'node:crypto';
 import { inject } from 'vitest';
