@@ -4,14 +4,7 @@
  * it, and loading it costs about as much CPU as a tenth of a warm start (its command table is
  * built at load). Synchronous, through `require`, so that making a client stays synchronous.
  */
-import { createRequire } from 'node:module';
 import type * as IORedisModule from 'ioredis';
+import { lazyModule } from './lazy-module.ts';
 
-type IORedis = typeof IORedisModule;
-
-let loaded: IORedis | undefined;
-
-export function ioredis(): IORedis {
-  loaded ??= createRequire(import.meta.url)('ioredis') as IORedis;
-  return loaded;
-}
+export const ioredis = lazyModule<typeof IORedisModule>('ioredis');

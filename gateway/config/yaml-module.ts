@@ -4,14 +4,7 @@
  * loading it is a few percent of a warm start's main thread. Synchronous, through `require`, so
  * that loading a config stays synchronous.
  */
-import { createRequire } from 'node:module';
 import type * as YamlModule from 'yaml';
+import { lazyModule } from '../../shared/lazy-module.ts';
 
-type Yaml = typeof YamlModule;
-
-let loaded: Yaml | undefined;
-
-export function yaml(): Yaml {
-  loaded ??= createRequire(import.meta.url)('yaml') as Yaml;
-  return loaded;
-}
+export const yaml = lazyModule<typeof YamlModule>('yaml');

@@ -4,12 +4,7 @@
  * held to under a second). Synchronous, through `require`, so that the relay's server end is
  * made in the same turn as before; the upstream end's dial is the first use.
  */
-import { createRequire } from 'node:module';
 import type WebSocket from 'ws';
+import { lazyModule } from '../../shared/lazy-module.ts';
 
-let loaded: typeof WebSocket | undefined;
-
-export function ws(): typeof WebSocket {
-  loaded ??= createRequire(import.meta.url)('ws') as typeof WebSocket;
-  return loaded;
-}
+export const ws = lazyModule<typeof WebSocket>('ws');
