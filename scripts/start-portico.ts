@@ -5,7 +5,6 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
-import { Agent, getGlobalDispatcher, setGlobalDispatcher } from 'undici';
 import { loadAssertionKeys } from '../shared/assertion-keys.ts';
 import { devPkiFiles, ensureDevPki } from '../shared/dev-pki.ts';
 import { TLS_CLIENT_OPTIONS } from '../shared/tls-policy.ts';
@@ -95,6 +94,8 @@ async function asTheGateway<T>(env: NodeJS.ProcessEnv, dataDir: string, work: ()
   const [tls] = defaultUpstreamTls(env);
   if (tls === undefined) return work();
   if (tls.caFile === devPkiFiles(dataDir).caFile) await ensureDevPki(dataDir);
+  // undici's whole index, fetch's dispatcher included: a start with its demo data never loads it.
+  const { Agent, getGlobalDispatcher, setGlobalDispatcher } = await import('undici');
   const read = (file: string | undefined) => (file === undefined ? undefined : readFileSync(file, 'utf8'));
   const agent = new Agent({
     connect: {

@@ -6,7 +6,8 @@
  */
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { SignJWT, type JSONWebKeySet, type JWK } from 'jose';
+import type { JSONWebKeySet, JWK } from 'jose';
+import { SignJWT } from 'jose/jwt/sign';
 import { assertPrivateDirectory, readOrCreateSecretFile } from '../../shared/data-dir-secrets.ts';
 
 export const DEV_ISSUER = 'urn:portico:dev-issuer';

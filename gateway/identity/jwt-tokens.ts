@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
-import { fetch as undiciFetch } from 'undici';
+import { fetch as undiciFetch } from '../../shared/undici-parts.ts';
 import type { AuthConfig } from '../config/schema/identity.ts';
 import type { IntrospectionConfig } from '../config/schema/introspection.ts';
 import { loadOrCreateDevIssuer } from './dev-issuer.ts';

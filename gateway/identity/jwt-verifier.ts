@@ -5,7 +5,9 @@
  * their `exp`, because an ES256 verify costs ~90 µs and a cache hit ~2 µs.
  */
 import { hash as digest } from 'node:crypto';
-import { decodeProtectedHeader, jwtVerify, type JWTPayload, type ProtectedHeaderParameters } from 'jose';
+import type { JWTPayload, ProtectedHeaderParameters } from 'jose';
+import { decodeProtectedHeader } from 'jose/decode/protected_header';
+import { jwtVerify } from 'jose/jwt/verify';
 import { LRUCache } from 'lru-cache';
 import { isValidCustomerId, knownScopes, type Principal } from '../../shared/principal.ts';
 import { claimReader, readScopes } from './claims/claim-path.ts';

@@ -8,7 +8,8 @@
  * triggers a refetch at most once per cooldown (rotation works, forged kids cannot hammer the
  * provider); and at most one fetch is ever in flight.
  */
-import { createLocalJWKSet, type JSONWebKeySet, type JWK, type JWTVerifyGetKey } from 'jose';
+import type { JSONWebKeySet, JWK, JWTVerifyGetKey } from 'jose';
+import { createLocalJWKSet } from 'jose/jwks/local';
 import type { Logger } from 'pino';
 
 /** One usable key set: jose's resolver over it, and the key ids it holds. */

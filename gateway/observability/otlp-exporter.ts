@@ -13,7 +13,7 @@
  */
 import type { Logger } from 'pino';
 import { Gauge, type Registry } from 'prom-client';
-import { Pool } from 'undici';
+import { Pool } from '../../shared/undici-parts.ts';
 import type { OtlpExportConfig } from '../config/schema/tracing.ts';
 
 /** One finished span, kept as plain fields until its batch is encoded. */

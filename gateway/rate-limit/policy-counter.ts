@@ -8,9 +8,9 @@
  * to no window (and a caller that must refuse for another policy's sake gives back with
  * negative points).
  */
-import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { isCluster, type RedisClient } from '../../shared/redis.ts';
 import type { CountingConnection } from './counting-connection.ts';
+import { RateLimiterMemory, RateLimiterRes } from './memory-limiter-parts.ts';
 import {
   durationSeconds,
   type RateLimitPolicyConfig,

@@ -5,7 +5,7 @@
  * own per origin, so that a check never waits behind the traffic it judges.
  */
 import { connect } from 'node:net';
-import { Pool } from 'undici';
+import { Pool } from '../../shared/undici-parts.ts';
 import type { ProxyConfig } from '../config/schema/upstream.ts';
 import { createTlsConnector } from './upstream-tls.ts';
 

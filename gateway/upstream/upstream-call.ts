@@ -11,7 +11,8 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { Readable } from 'node:stream';
-import { errors, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
+import { errors } from '../../shared/undici-parts.ts';
 import { EXCHANGE_ID_HEADER } from '../../shared/exchange-id.ts';
 import type { ClientSignal } from '../pipeline/client-signal.ts';
 import { checkBinding } from './answer-binding.ts';

@@ -11,11 +11,9 @@
  */
 import { readFileSync, statSync } from 'node:fs';
 import { createSecureContext, type ConnectionOptions } from 'node:tls';
-import { buildConnector } from 'undici';
+import { buildConnector, type Connector } from '../../shared/undici-parts.ts';
 import { pemBundle, TLS_CLIENT_OPTIONS } from '../../shared/tls-policy.ts';
 import type { UpstreamTls } from '../config/schema/upstream.ts';
-
-type Connector = buildConnector.connector;
 
 /** The files' identity: any write changes a size or a modification time. */
 function stamp(files: readonly string[]): string {

@@ -13,25 +13,25 @@ import { runCommand } from '../support/run-command.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-/** The packages under node_modules that importing `modules` loads, in a fresh Node process. */
-async function packagesLoadedBy(modules: string[]): Promise<string[]> {
+/** The files under node_modules that importing `modules` loads in a fresh Node process, as `package/path`. */
+async function filesLoadedBy(modules: string[]): Promise<string[]> {
   const script = `
     import { createRequire } from 'node:module';
     import { registerHooks } from 'node:module';
     const seen = new Set();
+    const inPackages = (file) => /node_modules\\/(.*)$/.exec(file)?.[1];
     registerHooks({
       resolve(specifier, context, next) {
         const resolved = next(specifier, context);
-        const match = /node_modules\\/((?:@[^/]+\\/)?[^/]+)\\//.exec(resolved.url);
-        if (match) seen.add(match[1]);
+        const file = inPackages(resolved.url);
+        if (file) seen.add(file);
         return resolved;
       },
     });
     for (const module of ${JSON.stringify(modules)}) await import(new URL(module, 'file://${ROOT}/').href);
-    const required = Object.keys(createRequire(import.meta.url).cache);
-    for (const file of required) {
-      const match = /node_modules\\/((?:@[^/]+\\/)?[^/]+)\\//.exec(file);
-      if (match) seen.add(match[1]);
+    for (const file of Object.keys(createRequire(import.meta.url).cache)) {
+      const inPackage = inPackages(file);
+      if (inPackage) seen.add(inPackage);
     }
     console.log(JSON.stringify([...seen].sort()));
   `;
@@ -42,6 +42,12 @@ async function packagesLoadedBy(modules: string[]): Promise<string[]> {
   });
   expect(result.code, result.stderr).toBe(0);
   return JSON.parse(result.stdout.trim().split('\n').at(-1) ?? '[]') as string[];
+}
+
+/** The packages under node_modules that importing `modules` loads, in a fresh Node process. */
+async function packagesLoadedBy(modules: string[]): Promise<string[]> {
+  const files = await filesLoadedBy(modules);
+  return [...new Set(files.map((file) => /^((?:@[^/]+\/)?[^/]+)\//.exec(file)?.[1] ?? file))].sort();
 }
 
 /** What scripts/start.ts imports for its use (not its types), relative to the project. */
@@ -79,5 +85,17 @@ describe("npm start's modules", () => {
     expect(loaded).not.toContain('yaml');
     // Nor ws before a route's first WebSocket (gateway/websocket/ws-module.ts).
     expect(loaded).not.toContain('ws');
+  });
+
+  it('the gateway and the service load the parts of undici, jose and rate-limiter-flexible they use, not their indexes', async () => {
+    const loaded = await filesLoadedBy(['scripts/start-portico.ts']);
+    // The parts are there: the check sees these packages' files at all.
+    expect(loaded).toContain('undici/lib/dispatcher/pool.js');
+    expect(loaded).toContain('jose/dist/webapi/jwt/verify.js');
+    expect(loaded).toContain('rate-limiter-flexible/lib/RateLimiterMemory.js');
+    // Each index loads every part of its package (shared/undici-parts.ts says the cost).
+    expect(loaded).not.toContain('undici/index.js');
+    expect(loaded).not.toContain('jose/dist/webapi/index.js');
+    expect(loaded).not.toContain('rate-limiter-flexible/index.js');
   });
 });

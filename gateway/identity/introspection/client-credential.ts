@@ -6,7 +6,7 @@
  */
 import { createPrivateKey, randomUUID, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { SignJWT } from 'jose';
+import { SignJWT } from 'jose/jwt/sign';
 import type { IntrospectionConfig } from '../../config/schema/introspection.ts';
 
 export const SECRET_VARIABLE = 'PORTICO_INTROSPECTION_CLIENT_SECRET';

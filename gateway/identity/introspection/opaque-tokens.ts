@@ -2,9 +2,9 @@
  * Builds the opaque-token side of the authenticator from `auth.introspection`, and the choice
  * between the two kinds of bearer token when JWTs are accepted too.
  */
-import { decodeProtectedHeader } from 'jose';
+import { decodeProtectedHeader } from 'jose/decode/protected_header';
 import type { Logger } from 'pino';
-import { fetch as undiciFetch } from 'undici';
+import { fetch as undiciFetch } from '../../../shared/undici-parts.ts';
 import type { Principal } from '../../../shared/principal.ts';
 import type { RedisClient } from '../../../shared/redis.ts';
 import type { JwtConfig } from '../../config/schema/identity.ts';

@@ -8,7 +8,9 @@
  * claim. A JWT failing any of this means the endpoint, or something on the way, misbehaves:
  * the caller answers 503, never a refusal of the token and never an allow.
  */
-import { decodeProtectedHeader, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import type { JWTPayload, JWTVerifyGetKey } from 'jose';
+import { decodeProtectedHeader } from 'jose/decode/protected_header';
+import { jwtVerify } from 'jose/jwt/verify';
 
 /** The issuer's keys, as key-source.ts keeps them (structurally: this folder imports none of it). */
 export interface AnswerKeys {

@@ -7,15 +7,11 @@
  * the caller's (it gets the key's RFC 7638 thumbprint).
  */
 import { hash as digest } from 'node:crypto';
-import {
-  calculateJwkThumbprint,
-  decodeProtectedHeader,
-  EmbeddedJWK,
-  jwtVerify,
-  type JWK,
-  type JWTPayload,
-  type ProtectedHeaderParameters,
-} from 'jose';
+import type { JWK, JWTPayload, ProtectedHeaderParameters } from 'jose';
+import { decodeProtectedHeader } from 'jose/decode/protected_header';
+import { EmbeddedJWK } from 'jose/jwk/embedded';
+import { calculateJwkThumbprint } from 'jose/jwk/thumbprint';
+import { jwtVerify } from 'jose/jwt/verify';
 import { normaliseHtu } from './htu.ts';
 
 /** Larger than any honest proof (an RSA-4096 key in the header is ~1 KiB); refused unread. */
