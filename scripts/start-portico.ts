@@ -1,7 +1,8 @@
 /**
- * `npm start`'s second step (start.ts is the first): with the environment checked, the data dir
- * locked and the embedded database opening in its thread, starts the resource service, creates
- * the demo data, starts the gateway in front of it, and prints the banner.
+ * `npm start`'s third step (start.ts and start-prepare.ts come first): with the environment
+ * checked, the data dir locked and the embedded database opening in its thread, starts the
+ * resource service, creates the demo data, starts the gateway in front of it, and prints the
+ * banner.
  */
 import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';

@@ -15,6 +15,8 @@
  */
 import { chmodSync, lstatSync, mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import type { PGlite } from '@electric-sql/pglite';
+import type { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import { acquireDataDirLock } from '../../shared/data-dir-lock.ts';
 import { seedFromTemplate } from './embedded-template.ts';
 
@@ -92,16 +94,34 @@ export async function startEmbeddedDatabase(dataDir: string): Promise<EmbeddedDa
 }
 
 /**
- * `startEmbeddedDatabase` without the data dir's lock, for a caller that holds it for the
- * database's whole life: the thread that serves it under `npm start` (embedded-thread.ts),
- * whose process took the lock before starting it. pgdata must never be opened otherwise.
+ * PGlite's code, loaded: all an open needs but the data dir. It touches no data dir, so
+ * `npm start`'s thread loads it while the main thread still checks the environment and takes
+ * the lock.
  */
-export async function openEmbeddedDatabase(dataDir: string): Promise<EmbeddedDatabase> {
+export interface PreparedPglite {
+  PGlite: typeof PGlite;
+  PGLiteSocketServer: typeof PGLiteSocketServer;
+}
+
+export async function prepareEmbeddedDatabase(): Promise<PreparedPglite> {
   // Loaded only when used: the WASM build is large, and servers with DATABASE_URL never need it.
-  const [{ PGlite }, { PGLiteSocketServer }] = await Promise.all([
+  const [pglite, socket] = await Promise.all([
     import('@electric-sql/pglite'),
     import('@electric-sql/pglite-socket'),
   ]);
+  return { PGlite: pglite.PGlite, PGLiteSocketServer: socket.PGLiteSocketServer };
+}
+
+/**
+ * `startEmbeddedDatabase` without the data dir's lock, for a caller that holds it for the
+ * database's whole life: the thread that serves it under `npm start` (embedded-thread.ts),
+ * whose process took the lock before asking it to open. pgdata must never be opened otherwise.
+ */
+export async function openEmbeddedDatabase(
+  dataDir: string,
+  prepared: Promise<PreparedPglite> = prepareEmbeddedDatabase(),
+): Promise<EmbeddedDatabase> {
+  const { PGlite, PGLiteSocketServer } = await prepared;
   const directory = join(dataDir, 'pgdata');
   const startParams = [...PGlite.defaultStartParams, '-c', `shared_buffers=${SHARED_BUFFERS}`];
   const open = (dir: string) => PGlite.create({ dataDir: dir, startParams });

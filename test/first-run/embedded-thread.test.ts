@@ -1,10 +1,11 @@
 /**
  * `npm start` opens the embedded database in a thread of its own (embedded-thread.ts), beside
  * the main thread's module loading: the database answers through its socket as before, its
- * rows outlive the thread, a database that cannot open says why, and `stop` ends the thread
- * without touching the data dir's lock, which the process holds.
+ * rows outlive the thread, a thread not yet told to open touches no data dir, a database that
+ * cannot open says why, and `stop` ends the thread without touching the data dir's lock, which
+ * the process holds.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -34,7 +35,8 @@ describe('the embedded database in its own thread', () => {
       const lost: Error[] = [];
       try {
         for (const round of [1, 2]) {
-          const thread = startEmbeddedDatabaseThread(dir, (error) => lost.push(error));
+          const thread = startEmbeddedDatabaseThread();
+          thread.open(dir, (error) => lost.push(error));
           const db = await thread.ready;
           const sql = connectDatabase({ url: db.url, max: db.maxConnections });
           if (round === 1) await sql`create table kept (value text)`;
@@ -54,12 +56,23 @@ describe('the embedded database in its own thread', () => {
     INITDB_TIMEOUT_MS,
   );
 
+  it('a thread never told to open touches no data dir, and stop ends it', async () => {
+    const dir = dataDir();
+    const thread = startEmbeddedDatabaseThread();
+    // Long enough for it to have prepared PGlite: what it does before `open` is all done.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    await thread.stop();
+    expect(readdirSync(dir)).toEqual([]);
+    await expect(thread.ready).rejects.toThrow(/thread ended/);
+  });
+
   it('a database that cannot open rejects `ready` with the reason, and stop still ends', async () => {
     // A socket path longer than a Unix socket allows: refused before pgdata is opened.
     const dir = dataDir(`portico-embedded-thread-${'x'.repeat(120)}-`);
     const lock = acquireDataDirLock(dir, { purpose: 'test' });
     try {
-      const thread = startEmbeddedDatabaseThread(dir, () => {});
+      const thread = startEmbeddedDatabaseThread();
+      thread.open(dir, () => {});
       await expect(thread.ready).rejects.toThrow(/longer than a Unix socket allows/);
       await thread.stop();
     } finally {

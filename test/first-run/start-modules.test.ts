@@ -1,7 +1,8 @@
 /**
- * What `npm start` loads before it answers: its first step (scripts/start.ts) checks the
- * environment and locks the data dir with little loaded, so that the embedded database opens
- * beside the rest; and a start without Redis never loads ioredis (shared/ioredis-module.ts),
+ * What `npm start` loads before it answers: its first step (scripts/start.ts) starts the
+ * embedded database's thread with no package loaded, and its second (start-prepare.ts) checks
+ * the environment and locks the data dir with little loaded, so that the database opens beside
+ * the rest; and a start without Redis never loads ioredis (shared/ioredis-module.ts),
  * whose load alone is about a tenth of a warm start's CPU, nor one without a config file the
  * YAML parser, nor ws before the first WebSocket.
  */
@@ -50,19 +51,25 @@ async function packagesLoadedBy(modules: string[]): Promise<string[]> {
   return [...new Set(files.map((file) => /^((?:@[^/]+\/)?[^/]+)\//.exec(file)?.[1] ?? file))].sort();
 }
 
-/** What scripts/start.ts imports for its use (not its types), relative to the project. */
-function firstStepImports(): string[] {
-  const source = readFileSync(join(ROOT, 'scripts/start.ts'), 'utf8');
-  const modules = [...source.matchAll(/^import (?!type )[^;]*? from '(\.[^']+)';/gms)].map((match) =>
+/** What a start step imports for its use (not its types), relative to the project. */
+function stepImports(step: string): string[] {
+  const source = readFileSync(join(ROOT, step), 'utf8');
+  return [...source.matchAll(/^import (?!type )[^;]*? from '(\.[^']+)';/gms)].map((match) =>
     join('scripts', match[1]!),
   );
-  expect(modules.length).toBeGreaterThan(5);
-  return modules;
 }
 
 describe("npm start's modules", () => {
-  it('its first step loads none of the servers, the database or Redis', async () => {
-    const loaded = await packagesLoadedBy(firstStepImports());
+  it("its first step loads no package before it starts the embedded database's thread", async () => {
+    const imports = stepImports('scripts/start.ts');
+    expect(imports).toContain('resource-service/db/embedded-thread.ts');
+    expect(await packagesLoadedBy(imports)).toEqual([]);
+  });
+
+  it('its second step loads none of the servers, the database or Redis', async () => {
+    const imports = stepImports('scripts/start-prepare.ts');
+    expect(imports.length).toBeGreaterThan(5);
+    const loaded = await packagesLoadedBy(imports);
     expect(loaded).toContain('pino');
     for (const heavy of [
       'ioredis',
