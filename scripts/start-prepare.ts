@@ -1,7 +1,7 @@
 /**
  * `npm start`'s second step (start.ts is the first, start-portico.ts the third): checks the
  * environment, makes the data dir private and locks it, tells the embedded database's thread
- * (started by the first step, preparing PGlite meanwhile) to open it, then loads the gateway and
+ * (started by the first step, loading PGlite meanwhile) to open it, then loads the gateway and
  * the service and serves.
  */
 import { join } from 'node:path';
