@@ -5,7 +5,8 @@
  * and every error leaves as problem+json through one handler and one mapping (http/problems.ts).
  */
 import { randomUUID } from 'node:crypto';
-import polka from 'polka';
+import { createRequire } from 'node:module';
+import type PolkaModule from 'polka';
 import type { Polka } from 'polka';
 import type { Logger } from 'pino';
 import type { Sql } from 'postgres';
@@ -26,6 +27,12 @@ import { OPENAPI_PATH } from './api-docs/public-paths.ts';
 import type { RouteContext } from './routes/context.ts';
 import { answerOtherMethods, exactPattern, registerRoutes } from './routes/register.ts';
 import { ROUTE_TABLE } from './routes/table.ts';
+
+/**
+ * polka's CommonJS build, its package's `require` export: its ESM build imports node:http, which
+ * loads Node's bundled undici into the process (shared/node-http.ts says what that costs).
+ */
+const polka = createRequire(import.meta.url)('polka') as typeof PolkaModule;
 
 export interface ServiceOptions {
   sql: Sql;

@@ -10,7 +10,7 @@
  * the service stops taking work. It tells nothing but ready or not, with the database's
  * error code: no data, no credential.
  */
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server } from '../shared/node-http.ts';
 import type { Sql } from 'postgres';
 import { portUnavailable } from '../shared/port-unavailable.ts';
 

@@ -4,7 +4,7 @@
  * client from holding it, and the drain both processes share (shared/http-drain.ts), which
  * answers what the server has received before it closes.
  */
-import { createServer as createHttpServer } from 'node:http';
+import { createServer as createHttpServer } from '../shared/node-http.ts';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { Server as HttpsServer } from 'node:https';

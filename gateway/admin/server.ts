@@ -6,7 +6,7 @@
  * application/problem+json, like the rest of the product.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server } from '../../shared/node-http.ts';
 import type { Logger } from 'pino';
 import { HttpProblem, sendProblem } from '../../shared/errors.ts';
 import type { AdminConfig } from '../config/schema/admin.ts';

@@ -6,7 +6,7 @@
  * `clientError` and are answered by {@link clientErrorProblem}. What it accepts and we must not
  * is checked by {@link checkRequestFraming} on `rawHeaders`, where duplicates are still visible.
  */
-import { METHODS } from 'node:http';
+import { METHODS } from '../../shared/node-http.ts';
 import { HttpProblem } from '../../shared/errors.ts';
 import type { ClientRequest } from '../pipeline/client-request.ts';
 import { isValidHost } from '../foundation/request-target.ts';

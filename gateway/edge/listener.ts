@@ -3,8 +3,12 @@
  * answers to requests the HTTP parser refuses. Also the optional plain-HTTP listener, which
  * only redirects.
  */
-import { createServer as createHttpServer, Server as HttpServer } from 'node:http';
-import { ServerResponse, type IncomingMessage } from 'node:http';
+import type { IncomingMessage } from 'node:http';
+import {
+  createServer as createHttpServer,
+  Server as HttpServer,
+  ServerResponse,
+} from '../../shared/node-http.ts';
 import {
   createSecureServer,
   Http2ServerRequest,

@@ -5,7 +5,8 @@
  * (upgrade-request.ts); over HTTP/2 it is a 200 on the request's stream, which then carries
  * the WebSocket's frames (RFC 8441 §5), without the fields HTTP/2 forbids.
  */
-import { STATUS_CODES, validateHeaderName, validateHeaderValue, type ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
+import { STATUS_CODES, validateHeaderName, validateHeaderValue } from '../../shared/node-http.ts';
 import type { Http2ServerResponse, OutgoingHttpHeaders } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import type { GatewayResponse, Tunnel } from '../pipeline/context.ts';

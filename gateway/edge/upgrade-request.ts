@@ -6,7 +6,8 @@
  * ignored, as §7.8 lets a server do, and the request served as it is. The connection ends
  * with that answer: Node's parser has left the socket, so no request can follow on it.
  */
-import { ServerResponse, type IncomingMessage } from 'node:http';
+import type { IncomingMessage } from 'node:http';
+import { ServerResponse } from '../../shared/node-http.ts';
 import type { Duplex } from 'node:stream';
 import { HttpProblem } from '../../shared/errors.ts';
 

@@ -14,7 +14,10 @@ import { runCommand } from '../support/run-command.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-/** The files under node_modules that importing `modules` loads in a fresh Node process, as `package/path`. */
+/**
+ * The files under node_modules that importing `modules` loads in a fresh Node process, as
+ * `package/path`; and `node:internal/deps/undici` when Node loaded its own bundled undici.
+ */
 async function filesLoadedBy(modules: string[]): Promise<string[]> {
   const script = `
     import { createRequire } from 'node:module';
@@ -34,6 +37,8 @@ async function filesLoadedBy(modules: string[]): Promise<string[]> {
       const inPackage = inPackages(file);
       if (inPackage) seen.add(inPackage);
     }
+    for (const builtin of process.moduleLoadList)
+      if (builtin.endsWith('internal/deps/undici/undici')) seen.add('node:internal/deps/undici');
     console.log(JSON.stringify([...seen].sort()));
   `;
   const result = await runCommand(process.execPath, ['--input-type=module', '-e', script], {
@@ -104,5 +109,14 @@ describe("npm start's modules", () => {
     expect(loaded).not.toContain('undici/index.js');
     expect(loaded).not.toContain('jose/dist/webapi/index.js');
     expect(loaded).not.toContain('rate-limiter-flexible/index.js');
+  });
+
+  it('neither the gateway nor the service makes Node load its own undici (shared/node-http.ts)', async () => {
+    // The check sees it at all: an ESM import of node:http loads it.
+    expect(await filesLoadedBy(['shared/node-http.ts'])).not.toContain('node:internal/deps/undici');
+    const probe = `data:text/javascript,import 'node:http';`;
+    expect(await filesLoadedBy([probe])).toContain('node:internal/deps/undici');
+    for (const entry of ['gateway/run.ts', 'scripts/start-portico.ts'])
+      expect(await filesLoadedBy([entry]), entry).not.toContain('node:internal/deps/undici');
   });
 });
