@@ -2,7 +2,8 @@
  * A package loaded the first time it is used rather than when a module that may use it is
  * imported: what a start does not need, it does not pay for. Synchronous, through `require`,
  * so that whoever asks stays synchronous. Each use says why its package waits
- * (shared/ioredis-module.ts, gateway/config/yaml-module.ts, gateway/websocket/ws-module.ts).
+ * (shared/ioredis-module.ts, gateway/config/yaml-module.ts, gateway/websocket/ws-module.ts,
+ * undici's index in shared/undici-parts.ts).
  */
 import { createRequire } from 'node:module';
 
