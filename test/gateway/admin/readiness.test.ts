@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createRedisClient } from '../../../shared/redis.ts';
+import { createRedisClient, waitForRedis } from '../../../shared/redis.ts';
 import { startOwnRedis } from '../../support/redis-server.ts';
 import { startRecordingUpstream, startTestGateway, type TestGateway } from '../support/harness.ts';
 
@@ -31,6 +31,9 @@ async function gatewayOnOwnRedis(onStoreFailure: 'memory' | 'deny') {
   cleanups.push(() => upstream.close());
   const redis = createRedisClient({ url: redisServer.url, keyPrefix: `readiness-${randomUUID()}:` });
   cleanups.push(() => void redis.disconnect());
+  // Connected before the gateway starts: a client still connecting is rightly reported
+  // degraded (NotReady under deny), and the first /readyz below would race it on a busy machine.
+  expect(await waitForRedis(redis, 15_000)).toBe(true);
   const gw = await startTestGateway(
     upstream.url,
     {
