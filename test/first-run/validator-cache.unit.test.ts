@@ -5,7 +5,16 @@
  * alone to write is never run.
  */
 import { createRequire } from 'node:module';
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -15,10 +24,12 @@ import { ConfigError, loadConfigFile, parseConfig } from '../../gateway/config/l
 import { createGatewayConfigSchema } from '../../gateway/config/schema/gateway.ts';
 import { createValidator } from '../../resource-service/model/validate.ts';
 import { OrderInput, OrderPatch, PaymentInput } from '../../resource-service/model/schemas.ts';
+import { buildValidators } from '../../scripts/build-validators.ts';
 import { callsForParameters, fillParameters, parameterize } from '../../shared/schema-parameters.ts';
 import {
   compileValidator,
   pruneValidatorCache,
+  useShippedValidators,
   useValidatorCache,
   validatorCacheCounts,
   type AjvRecipe,
@@ -36,10 +47,11 @@ let cacheDir: string;
 beforeEach(() => {
   scratch = mkdtempSync(join(tmpdir(), 'portico-validators-'));
   cacheDir = join(scratch, 'validators');
-  Object.assign(validatorCacheCounts, { loaded: 0, compiled: 0, ignored: 0 });
+  Object.assign(validatorCacheCounts, { shipped: 0, loaded: 0, compiled: 0, ignored: 0 });
 });
 afterEach(() => {
   useValidatorCache(undefined);
+  useShippedValidators(undefined);
   rmSync(scratch, { recursive: true, force: true });
 });
 
@@ -74,7 +86,7 @@ describe('the validator cache', () => {
   it('compiles once, then loads the code from its private directory', () => {
     useValidatorCache(cacheDir);
     const first = verdict(PERSON, { name: 'Ada' });
-    expect(validatorCacheCounts).toEqual({ loaded: 0, compiled: 1, ignored: 0 });
+    expect(validatorCacheCounts).toEqual({ shipped: 0, loaded: 0, compiled: 1, ignored: 0 });
     expect(statSync(cacheDir).mode & 0o777).toBe(0o700);
     const { js, v8 } = entries();
     expect(js).toHaveLength(1);
@@ -83,7 +95,7 @@ describe('the validator cache', () => {
 
     // Another object with the same schema: a later start.
     const second = verdict(structuredClone(PERSON), { name: 'Ada' });
-    expect(validatorCacheCounts).toEqual({ loaded: 1, compiled: 1, ignored: 0 });
+    expect(validatorCacheCounts).toEqual({ shipped: 0, loaded: 1, compiled: 1, ignored: 0 });
     expect(second).toEqual(first);
     expect(second.data).toEqual({ name: 'Ada', tags: ['new'] });
   });
@@ -96,14 +108,14 @@ describe('the validator cache', () => {
       { additionalProperties: false },
     );
     expect(verdict(stricter, { name: 'A' }).valid).toBe(false);
-    expect(validatorCacheCounts).toEqual({ loaded: 0, compiled: 2, ignored: 0 });
+    expect(validatorCacheCounts).toEqual({ shipped: 0, loaded: 0, compiled: 2, ignored: 0 });
 
     const otherDefault = Type.Object(
       { ...PERSON.properties, tags: Type.Array(Type.String(), { default: ['old', 'u\u2028'] }) },
       { additionalProperties: false },
     );
     expect(verdict(otherDefault, { name: 'Ada' }).data).toEqual({ name: 'Ada', tags: ['old', 'u\u2028'] });
-    expect(validatorCacheCounts).toEqual({ loaded: 1, compiled: 2, ignored: 0 });
+    expect(validatorCacheCounts).toEqual({ shipped: 0, loaded: 1, compiled: 2, ignored: 0 });
     // Each validation gets its own copy of a default, as Ajv's literal gives.
     const validate = compileValidator(otherDefault, RECIPE);
     const [a, b]: { name: string; tags?: string[] }[] = [{ name: 'a' }, { name: 'b' }];
@@ -318,7 +330,75 @@ describe('cached validators validate as compiled ones do', () => {
     runAll();
     const cached = runAll();
     expect(cached).toEqual(compiled);
-    expect(validatorCacheCounts).toEqual({ loaded: 3, compiled: 3, ignored: 0 });
+    expect(validatorCacheCounts).toEqual({ shipped: 0, loaded: 3, compiled: 3, ignored: 0 });
     expect(JSON.stringify(compiled)).toContain('read-only');
+  });
+});
+
+describe("the build's shipped validators", () => {
+  /** The files of a directory with their contents: what a process may not change. */
+  const snapshot = (dir: string) =>
+    Object.fromEntries(readdirSync(dir).map((name) => [name, readFileSync(join(dir, name)).toString('hex')]));
+
+  it('every validator both processes make at start is shipped, and loads without compiling', async () => {
+    const shipped = join(scratch, 'shipped');
+    expect(await buildValidators(shipped)).toBe(4);
+    expect(statSync(shipped).mode & 0o777).toBe(0o755);
+    for (const name of readdirSync(shipped)) expect(statSync(join(shipped, name)).mode & 0o777).toBe(0o644);
+    const before = snapshot(shipped);
+    const compiled = CONFIGS.map((input) =>
+      outcome(() => parseConfig(input, { env: { SERVICE_PORT: '4000' } })),
+    );
+    Object.assign(validatorCacheCounts, { shipped: 0, loaded: 0, compiled: 0, ignored: 0 });
+
+    useShippedValidators(shipped);
+    // Another environment's defaults: the same entry, its parameters filled with them.
+    const loaded = CONFIGS.map((input) =>
+      outcome(() => parseConfig(input, { env: { SERVICE_PORT: '4000' } })),
+    );
+    expect(loaded).toEqual(compiled);
+    expect(JSON.stringify(loaded)).toContain('127.0.0.1:4000');
+    for (const schema of [OrderInput, OrderPatch, PaymentInput]) createValidator(schema);
+    const configs = CONFIGS.filter((input) => typeof input === 'object' && !Array.isArray(input)).length;
+    expect(validatorCacheCounts).toEqual({ shipped: configs + 3, loaded: 0, compiled: 0, ignored: 0 });
+    // Read only: not even V8's compiled form is written back.
+    expect(snapshot(shipped)).toEqual(before);
+  });
+
+  it('is looked up before the cache, and nothing else of it is trusted', () => {
+    const shipped = join(scratch, 'shipped');
+    useValidatorCache(shipped);
+    verdict(PERSON, {});
+    useValidatorCache(undefined);
+    chmodSync(shipped, 0o755);
+    const [file] = readdirSync(shipped).filter((name) => name.endsWith('.js'));
+    const path = join(shipped, file!);
+    chmodSync(path, 0o644);
+    const original = readFileSync(path, 'utf8');
+    Object.assign(validatorCacheCounts, { shipped: 0, loaded: 0, compiled: 0, ignored: 0 });
+
+    useShippedValidators(shipped);
+    useValidatorCache(cacheDir);
+    expect(verdict(PERSON, { name: '' }).valid).toBe(false);
+    expect(validatorCacheCounts).toEqual({ shipped: 1, loaded: 0, compiled: 0, ignored: 0 });
+    expect(existsSync(cacheDir)).toBe(false);
+
+    // Others may write it, or it was edited (even to a whole entry: a digest of its own): compiled.
+    const accepting = original.replace(/return errors === 0;/g, 'return true;');
+    const refused: [string, number, number][] = [
+      [original, 0o666, 0o755],
+      [original, 0o644, 0o775],
+      [accepting, 0o644, 0o755],
+      [original.slice(0, original.length / 2), 0o644, 0o755],
+    ];
+    for (const [text, fileMode, dirMode] of refused) {
+      writeFileSync(path, text);
+      chmodSync(path, fileMode);
+      chmodSync(shipped, dirMode);
+      const before = validatorCacheCounts.shipped;
+      expect(verdict(PERSON, { name: '' }).valid).toBe(false);
+      expect(validatorCacheCounts.shipped).toBe(before);
+    }
+    chmodSync(shipped, 0o755);
   });
 });
