@@ -5,7 +5,7 @@
  */
 import { readFileSync, rmSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { residentByMapping } from '../../measure/bench/memory-sampler.ts';
+import { anonymousByKind, residentByMapping } from '../../measure/bench/memory-sampler.ts';
 import { gatewayNodeArgs } from '../../measure/bench/processes.ts';
 
 describe('the bench’s memory sampler', () => {
@@ -30,5 +30,17 @@ describe('the bench’s memory sampler', () => {
     const rss = Number(/^VmRSS:\s*(\d+) kB$/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1]) / 1024;
     // Mappings under 0.25 MiB are left out; the rest is nearly all of it.
     expect(total).toBeGreaterThan(rss * 0.8);
+  });
+
+  it('splits anonymous memory into threads’ malloc arenas, V8’s pages and the rest, all of it', () => {
+    const smaps = readFileSync('/proc/self/smaps', 'utf8');
+    const kinds = anonymousByKind(smaps);
+    const anonymous = residentByMapping(smaps)['[anon]']!;
+    // This process's heap is in V8's pages; vitest's worker threads have arenas of their own.
+    expect(kinds.v8Pages).toBeGreaterThan(1);
+    expect(kinds.threadArenas).toBeGreaterThan(0);
+    const sum = kinds.threadArenas + kinds.v8Pages + kinds.other;
+    // Read once, so the kinds add up to the anonymous total, but for rounding.
+    expect(Math.abs(sum - anonymous)).toBeLessThan(0.3);
   });
 });
