@@ -17,7 +17,10 @@ import { fileURLToPath } from 'node:url';
 import { ConfigError, parseConfig } from '../gateway/config/load.ts';
 import { useShippedValidators, useValidatorCache, validatorCacheCounts } from '../shared/validator-cache.ts';
 
-/** Writes the entries into `dir` (emptied first) and returns how many validators it holds. */
+/**
+ * Writes the entries into `dir` (emptied first) and returns how many validators it holds. Once
+ * per process: the route modules make theirs when first imported.
+ */
 export async function buildValidators(dir: string): Promise<number> {
   rmSync(dir, { recursive: true, force: true });
   // Made here, never found: an entry already shipped would not be written again.
