@@ -274,14 +274,17 @@ function writableByUsAlone(stat: Stats): boolean {
   return (uid === undefined || stat.uid === uid) && (stat.mode & 0o022) === 0;
 }
 
-function privateDirectory(dir: string): boolean {
+/** Whether `dir` is a directory for which `writable` holds. */
+function directoryWritableOnlyBy(dir: string, writable: (stat: Stats) => boolean): boolean {
   try {
     const stat = statSync(dir);
-    return stat.isDirectory() && writableByUsAlone(stat);
+    return stat.isDirectory() && writable(stat);
   } catch {
     return false;
   }
 }
+
+const privateDirectory = (dir: string) => directoryWritableOnlyBy(dir, writableByUsAlone);
 
 function existsAsAnything(file: string): boolean {
   try {
@@ -329,10 +332,9 @@ function readWritableOnlyBy(
   file: string,
   writable: (stat: Stats) => boolean,
 ): Buffer | undefined {
+  if (!directoryWritableOnlyBy(dir, writable)) return undefined;
   let fd: number;
   try {
-    const folder = statSync(dir);
-    if (!folder.isDirectory() || !writable(folder)) return undefined;
     fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
   } catch {
     return undefined;
