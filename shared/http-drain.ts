@@ -4,6 +4,7 @@
  * they fall idle, and after a deadline cut whatever still runs.
  */
 import type { Server, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 
 export interface HttpDrain {
@@ -17,6 +18,14 @@ export interface HttpDrain {
 
 export function createHttpDrain(server: Server, log: Logger): HttpDrain {
   const inFlight = new Set<ServerResponse>();
+  // Every socket the server accepted: on a TLS server one still in its handshake is not an
+  // HTTP connection yet, so `closeAllConnections` cannot see it, and a request it sends once
+  // the handshake ends would hold `close` until the client lets go.
+  const accepted = new Set<Duplex>();
+  server.on('connection', (socket: Duplex) => {
+    accepted.add(socket);
+    socket.once('close', () => accepted.delete(socket));
+  });
   let draining = false;
   let onIdle: (() => void) | undefined;
 
@@ -44,19 +53,30 @@ export function createHttpDrain(server: Server, log: Logger): HttpDrain {
     // just before the signal would be reset rather than answered.
     const closed = new Promise<void>((resolve) => setImmediate(() => server.close(() => resolve())));
     let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), deadlineMs)));
     const finished = await Promise.race([
       new Promise<true>((resolve) => {
         onIdle = () => resolve(true);
         if (inFlight.size === 0) onIdle();
       }),
-      new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), deadlineMs))),
+      deadline,
     ]);
-    clearTimeout(timer);
     if (!finished)
       log.warn({ inFlight: inFlight.size }, 'shutdown deadline reached: cutting the requests still running');
     server.closeAllConnections();
-    await closed;
-    return finished;
+    // What is left was accepted before the drain but became an HTTP connection only after the
+    // step above: it gets what remains of the deadline, like any request in flight.
+    const closedInTime = await Promise.race([closed.then(() => true), deadline]);
+    if (!closedInTime) {
+      log.warn(
+        { connections: accepted.size },
+        'shutdown deadline reached: cutting the connections still open',
+      );
+      for (const socket of accepted) socket.destroy();
+      await closed;
+    }
+    clearTimeout(timer);
+    return finished && closedInTime;
   }
 
   return {
