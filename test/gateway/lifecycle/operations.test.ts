@@ -244,10 +244,14 @@ describe('redirect listener', () => {
 
 describe('graceful shutdown (in process)', () => {
   it('answers in-flight HTTP/1.1 requests with Connection: close, refuses new connections, and cuts what outlives the deadline', async () => {
-    const { gw } = await upstreamAndGateway({ listener: { shutdownTimeoutMs: 500 } }, (req, res) => {
-      if (req.url === '/v1/hang') return;
-      setTimeout(() => res.end('done'), 200);
-    });
+    // The quick answer waits for the drain to begin: a timer could run out first on a busy machine.
+    let answerQuick: (() => void) | undefined;
+    const { gw, upstream } = await upstreamAndGateway(
+      { listener: { shutdownTimeoutMs: 500 } },
+      (req, res) => {
+        if (req.url === '/v1/quick') answerQuick = () => res.end('done');
+      },
+    );
     // HTTP/1.1 on purpose (undici offers h2 by default): `Connection: close` is its drain
     // signal; HTTP/2's is GOAWAY (test/gateway/edge/http2-limits.test.ts).
     const http1 = new Agent({
@@ -260,12 +264,14 @@ describe('graceful shutdown (in process)', () => {
       () => 'answered',
       () => 'cut',
     );
-    await sleep(50);
+    // Both requests in flight at the gateway before the drain, however long that takes.
+    while (upstream.records.length < 2) await sleep(10);
     const started = Date.now();
     const closed = gw.gateway.close();
     const ready = await request(`${gw.adminOrigin}/readyz`);
     expect(ready.statusCode).toBe(503);
     await ready.body.text();
+    answerQuick?.();
 
     const quickResponse = await quick;
     expect(quickResponse.statusCode).toBe(200);
