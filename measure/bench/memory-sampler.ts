@@ -6,7 +6,8 @@
  * second) it writes DIR/<pid>.json: /proc/self/status's memory fields, smaps_rollup, resident
  * memory by mapping (the node binary, [heap], anonymous) and the anonymous part by kind (threads'
  * malloc arenas, V8's pages, the rest), the threads by name, process.memoryUsage(), V8's heap
- * statistics and heap spaces. The timer is unref'd: it never keeps the process alive.
+ * statistics and heap spaces. It stops at SIGTERM, where the bench's peaks end. The timer is
+ * unref'd: it never keeps the process alive.
  */
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -129,7 +130,18 @@ if (dir !== undefined && dir !== '') {
   const started = Date.now();
   let highest = 0;
   let written = 0;
+  // The bench reads its peaks before it stops the processes: a stop's own high (a gateway's
+  // exit watchdog is a thread with an isolate of its own) would hide the peak it reports.
+  let stopping = false;
+  const onStop = () => {
+    stopping = true;
+    process.off('SIGTERM', onStop);
+    // A process with no handler of its own ends, as SIGTERM's default action would end it.
+    if (process.listenerCount('SIGTERM') === 0) process.kill(process.pid, 'SIGTERM');
+  };
+  process.on('SIGTERM', onStop);
   setInterval(() => {
+    if (stopping) return;
     const rss = statusMiB(readFileSync('/proc/self/status', 'utf8'), 'VmRSS');
     if (rss <= highest) return;
     highest = rss;
