@@ -86,7 +86,10 @@ export async function startAdminListener(
     log,
     draining,
     checks: () => built.readinessChecks(),
-    dashboard: { assets: loadDashboardAssets(), data: dashboard },
+    // Named from this file, which sits in the gateway's directory in the sources, in the
+    // compiled output and in the build's one-file gateway alike (scripts/build-gateway-bundle.ts:
+    // inside it every module's import.meta.url is the bundle's, dist/gateway/main.js).
+    dashboard: { assets: loadDashboardAssets(new URL('admin/dashboard/', import.meta.url)), data: dashboard },
     hostGuard: (req) => checkHost(req, adminHost, config.admin.allowedHosts),
   });
   const address = await listen(admin, deps.adminPort, adminHost, 'ADMIN_PORT');

@@ -1,8 +1,8 @@
 /**
  * The dashboard's page and its assets, served by the admin listener from this machine only:
  * the page, script and style beside this file (`dashboard/`, copied next to the compiled
- * output by `npm run build`), and Chart.js from node_modules. A fixed table of paths, read
- * once at start: no request names a file.
+ * output by `npm run build`; the caller names their directory), and Chart.js from node_modules.
+ * A fixed table of paths, read once at start: no request names a file.
  *
  * The Content-Security-Policy allows this origin only, with no inline script or style: a
  * value the page shows (a route, a caller's id) can never run as code, and nothing is fetched
@@ -36,8 +36,8 @@ export type DashboardAssets = ReadonlyMap<string, Asset>;
 
 const JS = 'text/javascript; charset=utf-8';
 
-function files(): Record<string, [file: string, type: string]> {
-  const page = fileURLToPath(new URL('./dashboard/', import.meta.url));
+function files(pageDir: URL): Record<string, [file: string, type: string]> {
+  const page = fileURLToPath(pageDir);
   // chart.js exports only its entry points: its UMD build sits beside the CommonJS one.
   const chart = dirname(createRequire(import.meta.url).resolve('chart.js'));
   return {
@@ -48,10 +48,13 @@ function files(): Record<string, [file: string, type: string]> {
   };
 }
 
-/** Reads every asset now, so that a missing file stops the start, not a page view. */
-export function loadDashboardAssets(): DashboardAssets {
+/**
+ * Reads every asset now, so that a missing file stops the start, not a page view. `pageDir`: the
+ * directory of the page, script and style (`admin/dashboard/` of the gateway's directory).
+ */
+export function loadDashboardAssets(pageDir: URL): DashboardAssets {
   return new Map(
-    Object.entries(files()).map(([path, [file, type]]) => {
+    Object.entries(files(pageDir)).map(([path, [file, type]]) => {
       const body = readFileSync(file);
       const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
       return [path, { body, type, etag }];
