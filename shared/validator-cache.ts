@@ -80,8 +80,10 @@ export function useValidatorCache(dir: string | undefined): void {
 }
 
 /**
- * The build's entries: `validators/` beside the built `shared/` folder. A process run from the
- * TypeScript sources has none (its `npm start` has the cache).
+ * The build's entries: `validators/` beside the built `shared/` folder, and so beside
+ * `dist/gateway/`, whose one-file gateway runs this module with its own URL
+ * (scripts/build-gateway-bundle.ts). A process run from the TypeScript sources has none (its
+ * `npm start` has the cache).
  */
 let shippedDir: string | undefined = import.meta.url.endsWith('.js')
   ? fileURLToPath(new URL('../validators/', import.meta.url))

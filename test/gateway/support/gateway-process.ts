@@ -29,11 +29,13 @@ export async function startGatewayProcess(
   extraEnv: Record<string, string> = {},
   /** Node options before the entry, such as `--import` of a test preload. */
   nodeArgs: readonly string[] = [],
+  /** The entry point: the source's, or a build's (`dist/gateway/main.js`). */
+  entry: string = MAIN,
 ): Promise<GatewayProcess & { configFile: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'portico-gw-'));
   const configFile = join(dir, 'gateway.json');
   writeFileSync(configFile, JSON.stringify(config));
-  const child = spawn(process.execPath, [...nodeArgs, MAIN], {
+  const child = spawn(process.execPath, [...nodeArgs, entry], {
     env: {
       PATH: process.env['PATH'],
       GATEWAY_PORT: '0',

@@ -1,0 +1,58 @@
+/**
+ * A step of `npm run build`: the gateway's entry points as single files, with the packages they
+ * import, in place of the compiler's one file per module (`dist/gateway/main.js`, and the
+ * workers' orphan watch beside it). Node loads one module instead of about 600 (ours, TypeBox's,
+ * OpenTelemetry's, jose's, pino's, prom-client's), which an idle gateway paid for with about
+ * 3 MiB more live heap, and with about 11 MiB more resident memory from the heap its loader grew
+ * (docs/performance.md, "The gateway as one file").
+ *
+ * Not minified: names and code stay as written, for stack traces and profiles. What a module
+ * loads through `createRequire` (lazily, or a package's inner file) is still loaded from
+ * node_modules when it is first used, as before. `selfsigned` is a development dependency that
+ * only a development start imports: it stays outside, so production never loads it.
+ *
+ * Inside a bundle every module's `import.meta.url` is the bundle's, `dist/gateway/main.js`: a
+ * file the gateway reads at run time is named from a module of the gateway's own directory
+ * (gateway/start-admin.ts names the dashboard's), or from one level below it (shared/'s
+ * validator cache names `../validators/`), which resolve alike from there.
+ */
+import { build } from 'esbuild';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+/** The entry points, named as their compiled files are: `<dir>/gateway/<name>.js`. */
+const ENTRIES = {
+  main: join(ROOT, 'gateway/main.ts'),
+  'worker-orphan-watch': join(ROOT, 'gateway/worker-orphan-watch.ts'),
+};
+
+/**
+ * Writes the bundles into `<distDir>/gateway/`. `distDir` is laid out as `dist/` is: the bundle
+ * looks for `../validators/` and `admin/dashboard/` from there.
+ */
+export async function bundleGateway(distDir: string): Promise<void> {
+  await build({
+    entryPoints: ENTRIES,
+    outdir: join(distDir, 'gateway'),
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    // The oldest Node the engines field allows.
+    target: 'node22.19',
+    external: ['selfsigned'],
+    // CommonJS packages inside an ES module call `require`; ES modules have none of their own.
+    banner: {
+      js: "import { createRequire as createRequireOfBundle } from 'node:module'; const require = createRequireOfBundle(import.meta.url);",
+    },
+    sourcemap: 'linked',
+    legalComments: 'linked',
+    logLevel: 'warning',
+  });
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  await bundleGateway(join(ROOT, 'dist'));
+  process.stderr.write('build: the gateway bundled into dist/gateway/main.js\n');
+}
