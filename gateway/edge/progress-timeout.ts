@@ -53,8 +53,16 @@ export function createProgressTimeouts(timeoutMs: number, registry: Registry): P
       registers: [registry],
     });
   const watched = new Set<Watched>();
-  const watch = (entry: Omit<Watched, 'lastMark' | 'lastProgress'>) => {
-    watched.add({ ...entry, lastMark: entry.mark(), lastProgress: Date.now() });
+  /**
+   * Watches `entry` until `closing` (its socket or stream) closes. Let go then, not at the next
+   * sweep: an entry holds what it watches, and an HTTP/2 connection answers thousands of
+   * streams a second, which stayed live up to a second each (about 2600 streams, 7.5 MiB of
+   * live heap, in the bench's HTTP/2 hit row).
+   */
+  const watch = (entry: Omit<Watched, 'lastMark' | 'lastProgress'>, closing: NodeJS.EventEmitter) => {
+    const watching: Watched = { ...entry, lastMark: entry.mark(), lastProgress: Date.now() };
+    watched.add(watching);
+    closing.once('close', () => watched.delete(watching));
   };
   const sweep = () => {
     const now = Date.now();
@@ -80,18 +88,21 @@ export function createProgressTimeouts(timeoutMs: number, registry: Registry): P
   return {
     onConnection(socket) {
       if (timer === undefined || socket.alpnProtocol === 'h2') return;
-      watch({
-        protocol: 'http1',
-        mark: () =>
-          `${socket.bytesRead}/${socket.bytesWritten}/${socket.writableLength}/${queuedInTls(socket)}`,
-        waitingOnClient: () => socket.writableLength > 0 || queuedInTls(socket) > 0,
-        gone: () => socket.destroyed,
-        end: () => socket.destroy(),
-      });
+      watch(
+        {
+          protocol: 'http1',
+          mark: () =>
+            `${socket.bytesRead}/${socket.bytesWritten}/${socket.writableLength}/${queuedInTls(socket)}`,
+          waitingOnClient: () => socket.writableLength > 0 || queuedInTls(socket) > 0,
+          gone: () => socket.destroyed,
+          end: () => socket.destroy(),
+        },
+        socket,
+      );
     },
     onSession(session) {
       if (timer === undefined) return;
-      session.on('stream', (stream: ServerHttp2Stream) => watch(streamWatch(stream)));
+      session.on('stream', (stream: ServerHttp2Stream) => watch(streamWatch(stream), stream));
     },
     stop() {
       clearInterval(timer);
