@@ -8,31 +8,15 @@
 import { connect, createSecureServer, type ClientHttp2Session, type ServerHttp2Stream } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { queryObjects } from 'node:v8';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  startRecordingUpstream,
-  startTestGateway,
-  type RecordingUpstream,
-  type TestGateway,
-} from '../support/harness.ts';
+import { describe, expect, it } from 'vitest';
+import { useRecordingGateway } from '../support/harness.ts';
 
-let upstream: RecordingUpstream;
-let gw: TestGateway;
-
-beforeAll(async () => {
-  upstream = await startRecordingUpstream();
-  // The default progress timeout (60 s): its sweep runs once a second.
-  gw = await startTestGateway(upstream.url);
-});
-
-afterAll(async () => {
-  await gw?.close();
-  await upstream?.close();
-});
+// The default progress timeout (60 s): its sweep runs once a second.
+const running = useRecordingGateway();
 
 /** node:http2's server stream class, which it does not export: taken from a stream of our own. */
 async function serverStreamClass(): Promise<abstract new (...args: never[]) => ServerHttp2Stream> {
-  const server = createSecureServer({ cert: gw.certificate.cert, key: gw.certificate.key });
+  const server = createSecureServer({ cert: running.gw.certificate.cert, key: running.gw.certificate.key });
   let found: (abstract new (...args: never[]) => ServerHttp2Stream) | undefined;
   server.on('stream', (stream) => {
     found = stream.constructor as typeof found;
@@ -41,7 +25,7 @@ async function serverStreamClass(): Promise<abstract new (...args: never[]) => S
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const client = connect(`https://localhost:${(server.address() as AddressInfo).port}`, {
-    ca: gw.certificate.cert,
+    ca: running.gw.certificate.cert,
   });
   await answered(client, '/');
   client.close();
@@ -64,7 +48,7 @@ function answered(session: ClientHttp2Session, path: string): Promise<number> {
 describe('HTTP/2 streams, once answered', () => {
   it('are let go as they close, not at the progress sweep a second later', async () => {
     const ServerStream = await serverStreamClass();
-    const session = connect(gw.origin, { ca: gw.certificate.cert });
+    const session = connect(running.gw.origin, { ca: running.gw.certificate.cert });
     try {
       for (let round = 0; round < 2; round++) {
         const statuses = await Promise.all(Array.from({ length: 100 }, () => answered(session, '/v1/x')));
