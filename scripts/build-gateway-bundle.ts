@@ -8,8 +8,9 @@
  *
  * Not minified: names and code stay as written, for stack traces and profiles. What a module
  * loads through `createRequire` (lazily, or a package's inner file) is still loaded from
- * node_modules when it is first used, as before. `selfsigned` is a development dependency that
- * only a development start imports: it stays outside, so production never loads it.
+ * node_modules when it is first used, as before. `selfsigned`, with the certificate libraries it
+ * brings, is imported only when a certificate is made (a start with none configured): it stays
+ * outside, loaded from node_modules then, and a gateway given its certificate never loads it.
  *
  * Inside a bundle every module's `import.meta.url` is the bundle's, `dist/gateway/main.js`: a
  * file the gateway reads at run time is named from a module of the gateway's own directory

@@ -2,8 +2,8 @@
  * Self-signed certificates for development and tests: ECDSA P-256 with SHA-256 (the key the
  * gateway's docs recommend), valid for localhost, 127.0.0.1 and ::1.
  *
- * `selfsigned` is a development dependency, imported only when a certificate is made, so a
- * production install without dev dependencies never loads it.
+ * `selfsigned` is imported only when a certificate is made, so a gateway given its certificate
+ * never loads it (nor the certificate libraries it brings).
  */
 export interface SelfSignedOptions {
   commonName?: string;
