@@ -17,7 +17,7 @@
  * (gateway/start-admin.ts names the dashboard's), or from one level below it (shared/'s
  * validator cache names `../validators/`), which resolve alike from there.
  */
-import { build } from 'esbuild';
+import { build, type BuildOptions } from 'esbuild';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -34,24 +34,25 @@ const ENTRIES = {
  * looks for `../validators/` and `admin/dashboard/` from there.
  */
 export async function bundleGateway(distDir: string): Promise<void> {
-  await build({
-    entryPoints: ENTRIES,
-    outdir: join(distDir, 'gateway'),
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    // The oldest Node the engines field allows.
-    target: 'node22.19',
-    external: ['selfsigned'],
-    // CommonJS packages inside an ES module call `require`; ES modules have none of their own.
-    banner: {
-      js: "import { createRequire as createRequireOfBundle } from 'node:module'; const require = createRequireOfBundle(import.meta.url);",
-    },
-    sourcemap: 'linked',
-    legalComments: 'linked',
-    logLevel: 'warning',
-  });
+  await build({ ...BUNDLE_OPTIONS, entryPoints: ENTRIES, outdir: join(distDir, 'gateway') });
 }
+
+/** How the gateway is bundled; the bench bundles its ladder's rungs alike (measure/bench/plain-entry.ts). */
+export const BUNDLE_OPTIONS = {
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  // The oldest Node the engines field allows.
+  target: 'node22.19',
+  external: ['selfsigned'],
+  // CommonJS packages inside an ES module call `require`; ES modules have none of their own.
+  banner: {
+    js: "import { createRequire as createRequireOfBundle } from 'node:module'; const require = createRequireOfBundle(import.meta.url);",
+  },
+  sourcemap: 'linked',
+  legalComments: 'linked',
+  logLevel: 'warning',
+} satisfies BuildOptions;
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   await bundleGateway(join(ROOT, 'dist'));

@@ -6,12 +6,15 @@
  * copy of their script with the types stripped, written to dist/bench/, whose imports of
  * product code point at its built output (`npm run build` first, as the bench does) and whose
  * imports of other bench scripts at their own stripped copies. Packages resolve from the
- * checkout's node_modules, as from the source.
+ * checkout's node_modules, as from the source. The ladder's rungs, which measure the gateway
+ * stage by stage, are built as the shipped gateway is instead (bundledEntry, below).
  */
+import { buildSync } from 'esbuild';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { stripTypeScriptTypes } from 'node:module';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { BUNDLE_OPTIONS } from '../../scripts/build-gateway-bundle.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 const OUT = join(ROOT, 'dist/bench');
@@ -56,5 +59,33 @@ export function plainEntry(script: string): string {
   // Whole or not at all: another bench of the same checkout may be starting from it.
   writeFileSync(`${target}.${process.pid}`, code);
   renameSync(`${target}.${process.pid}`, target);
+  return target;
+}
+
+/**
+ * A ladder rung's entry in the form the gateway ships in: one file with the product modules and
+ * the packages they import, bundled as `npm run build` bundles the gateway
+ * (scripts/build-gateway-bundle.ts), so that a rung's memory is the shipped gateway's and not
+ * the compiler's one file per module. Its modules read `import.meta.url` as the shipped
+ * gateway's file, `dist/gateway/main.js`, so that a rung finds what the gateway finds from there
+ * (its dashboard, the shipped validators). Returns the bundle's path.
+ */
+export function bundledEntry(script: string): string {
+  const source = resolve(ROOT, script);
+  const known = written.get(source);
+  if (known !== undefined) return known;
+  const target = join(OUT, basename(source).replace(/\.ts$/, '.bundle.js'));
+  written.set(source, target);
+  mkdirSync(OUT, { recursive: true });
+  // Whole or not at all, as plainEntry writes: another bench of the checkout may be starting.
+  buildSync({
+    ...BUNDLE_OPTIONS,
+    entryPoints: [source],
+    outfile: `${target}.${process.pid}.js`,
+    sourcemap: false,
+    legalComments: 'none',
+    define: { 'import.meta.url': JSON.stringify(pathToFileURL(join(ROOT, 'dist/gateway/main.js')).href) },
+  });
+  renameSync(`${target}.${process.pid}.js`, target);
   return target;
 }

@@ -13,7 +13,7 @@ import { Agent, request } from 'undici';
 import { ensureDevPki, type DevPkiFiles } from '../../shared/dev-pki.ts';
 import { generateSelfSigned } from '../../shared/self-signed.ts';
 import { childEnv, freePort, startNode, waitUntil, type Placement } from './children.ts';
-import { plainEntry } from './plain-entry.ts';
+import { bundledEntry, plainEntry } from './plain-entry.ts';
 import type { LadderGatewayOptions } from './ladder-gateway.ts';
 import { RUNGS } from './ladder.ts';
 import type { BenchStores } from './stores.ts';
@@ -299,7 +299,7 @@ async function startLadder(
         [
           ...gatewayNodeArgs(),
           ...shippedGateway(ROOT).flags,
-          plainEntry('measure/bench/ladder-gateway.ts'),
+          bundledEntry('measure/bench/ladder-gateway.ts'),
           JSON.stringify(options),
         ],
         { cpu: placement.measured, logFile: join(dir, `ladder${index}.stderr`) },
