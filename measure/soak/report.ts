@@ -37,7 +37,7 @@ export const PEAK_RSS_LIMIT_MIB = 200;
 const MEMORY_TOLERANCE = 0.1;
 const FD_TOLERANCE = { fraction: 0.1, absolute: 10 };
 /** What each kind must have got at least once, or the run did not exercise what it claims. */
-const MUST_SEE: readonly [Kind, string][] = [
+export const MUST_SEE: readonly [Kind, string][] = [
   ['read', '200'],
   ['list', '200'],
   ['conditional', '304'],

@@ -26,6 +26,18 @@ const configWithLimit = (limit: number) =>
     '',
   ].join('\n');
 
+/** Watches `file` as the gateway does, keeping every config it applies. */
+function watchCollecting(file: string) {
+  const applied: GatewayConfig[] = [];
+  const log = pino({ level: 'silent' }, new Writable({ write: (_c, _e, callback) => callback() }));
+  const reloader = watchConfigFile(
+    file,
+    {},
+    { log, running: loadConfigFile(file, {}).config, apply: (c) => void applied.push(c) },
+  );
+  return { applied, reloader };
+}
+
 /** The kubelet's atomic writer: a new timestamped dir, then `..data` swapped to it. */
 function kubeletWrite(volume: string, text: string, stamp: string): string {
   const generation = `..2026_11_26_18_00_${stamp}.000000001`;
@@ -43,13 +55,7 @@ describe('a ConfigMap volume', () => {
     const first = kubeletWrite(volume, configWithLimit(600), '00');
     symlinkSync('..data/portico.yaml', join(volume, 'portico.yaml'));
     const file = join(volume, 'portico.yaml');
-    const applied: GatewayConfig[] = [];
-    const log = pino({ level: 'silent' }, new Writable({ write: (_c, _e, callback) => callback() }));
-    const reloader = watchConfigFile(
-      file,
-      {},
-      { log, running: loadConfigFile(file, {}).config, apply: (c) => void applied.push(c) },
-    );
+    const { applied, reloader } = watchCollecting(file);
     try {
       kubeletWrite(volume, configWithLimit(5), '01');
       rmSync(join(volume, first), { recursive: true });
@@ -74,13 +80,7 @@ describe('a config file linked from another folder', () => {
     writeFileSync(target, configWithLimit(600));
     const file = join(linkDir, 'portico.yaml');
     symlinkSync(target, file);
-    const applied: GatewayConfig[] = [];
-    const log = pino({ level: 'silent' }, new Writable({ write: (_c, _e, callback) => callback() }));
-    const reloader = watchConfigFile(
-      file,
-      {},
-      { log, running: loadConfigFile(file, {}).config, apply: (c) => void applied.push(c) },
-    );
+    const { applied, reloader } = watchCollecting(file);
     try {
       // An editor's save: a new file renamed over the old one, in the target's folder.
       writeFileSync(join(targetDir, '.portico.yaml.swp'), configWithLimit(5));

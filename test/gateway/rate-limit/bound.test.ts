@@ -113,16 +113,19 @@ describe('a refused request is charged to no policy', () => {
   });
 });
 
+/** Counting in memory while Redis fails, 50 a minute per principal across the fleet. */
+const SHARE_CONFIG: RateLimitsConfig = {
+  ...DEFAULT_RATE_LIMITS,
+  onStoreFailure: 'memory',
+  policies: [{ name: 'default', key: 'principal', limit: 50, window: '60s' }],
+};
+
 describe('a store failure counts the share of the limit, not the whole limit', () => {
   it('two gateways lose Redis: together they admit the limit, not twice it', async () => {
     const own = await startOwnRedis();
     servers.push(own);
     const prefix = `t${randomUUID()}:`;
-    const config: RateLimitsConfig = {
-      ...DEFAULT_RATE_LIMITS,
-      onStoreFailure: 'memory',
-      policies: [{ name: 'default', key: 'principal', limit: 50, window: '60s' }],
-    };
+    const config = SHARE_CONFIG;
     const gateways = [
       limiterOf(config, await connect(own.url, prefix, 200)),
       limiterOf(config, await connect(own.url, prefix, 200)),
@@ -144,11 +147,7 @@ describe('a store failure counts the share of the limit, not the whole limit', (
     const own = await startOwnRedis();
     servers.push(own);
     const prefix = `t${randomUUID()}:`;
-    const config: RateLimitsConfig = {
-      ...DEFAULT_RATE_LIMITS,
-      onStoreFailure: 'memory',
-      policies: [{ name: 'default', key: 'principal', limit: 50, window: '60s' }],
-    };
+    const config = SHARE_CONFIG;
     const observer = await connect(own.url, prefix, 200);
     const older = limiterOf(config, await connect(own.url, prefix, 200));
     // Not asserted: the admissions below fail anyway if the older gateway does not hear joins.
