@@ -31,7 +31,7 @@ export const TLS_OPTIONS = {
   honorCipherOrder: true,
   // No TLS 1.2 renegotiation: a client asking for one makes the server redo a handshake's
   // public-key work on the same connection at almost no cost to itself, and HTTP/2 forbids it
-  // (RFC 9113 §9.2.1). OpenSSL answers such a request with a no_renegotiation alert.
+  // (RFC 9113 section 9.2.1). OpenSSL answers such a request with a no_renegotiation alert.
   secureOptions: constants.SSL_OP_NO_RENEGOTIATION,
 } as const;
 

@@ -12,7 +12,7 @@ export class UpstreamHeaders {
   readonly #raw: readonly string[];
   /** The client's fields by lower-case name, for `get`. */
   readonly #client: Readonly<IncomingHttpHeaders>;
-  /** Lower-case name → the value that replaces every client value, or undefined: removed. */
+  /** By lower-case name, the value that replaces every client value, or undefined: removed. */
   #edits: Map<string, string | undefined> | undefined;
 
   constructor(rawHeaders: readonly string[], headers: Readonly<IncomingHttpHeaders>) {

@@ -34,7 +34,7 @@ export class UpstreamRequest {
   target: string;
   /**
    * The host the client named, as the forwarding fields state it: an absolute-form target's
-   * authority, which then takes the place of Host (RFC 9112 §3.2.2), else Host (`:authority`
+   * authority, which then takes the place of Host (RFC 9112 section 3.2.2), else Host (`:authority`
    * over HTTP/2); empty when there was none.
    */
   readonly authority: string;

@@ -51,7 +51,7 @@ export function readHandshake(req: ClientRequest): Handshake {
   const version = req.headers['sec-websocket-version'];
   if (version !== '13')
     throw new HttpProblem('ERR_INVALID_HEADER', 'Sec-WebSocket-Version must be 13', {
-      // RFC 6455 §4.2.2: the versions this server speaks.
+      // RFC 6455 section 4.2.2: the versions this server speaks.
       headers: { 'Sec-WebSocket-Version': '13' },
     });
   if (req.method !== 'GET')

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadOrCreateDevIssuer } from '../../gateway/identity/dev-issuer.ts';
-import { bundleGateway } from '../../scripts/build-gateway-bundle.ts';
+import { bundleGateway, firstNonAsciiCharacter } from '../../scripts/build-gateway-bundle.ts';
 import { startGatewayProcess, type GatewayProcess } from '../gateway/support/gateway-process.ts';
 import { startRecordingUpstream, type RecordingUpstream } from '../gateway/support/harness.ts';
 import { createTestCertificate, type TestCertificate } from '../support/tls.ts';
@@ -65,6 +65,12 @@ describe('the gateway as the build bundles it', () => {
     expect(readFileSync(join(dist, 'gateway/main.js'), 'utf8')).toMatch(/import\(\s*["']selfsigned["']\s*\)/);
   });
 
+  it('is ASCII throughout, so its source is kept at one byte per character', () => {
+    for (const entry of ['main.js', 'worker-orphan-watch.js']) {
+      const code = readFileSync(join(dist, 'gateway', entry), 'utf8');
+      expect(firstNonAsciiCharacter(code), entry).toBeUndefined();
+    }
+  });
   it('starts with the shipped flags and serves: dashboard, authentication, rate limit, proxy', async () => {
     gateway = await startGatewayProcess(
       {

@@ -219,7 +219,7 @@ const PROXY_PROPERTIES = {
     },
   ),
   viaName: Type.String({
-    // A token (RFC 9110 §7.6.3 pseudonym), optionally with a port.
+    // A token (RFC 9110 section 7.6.3 pseudonym), optionally with a port.
     pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+(?::[0-9]{1,5})?$",
     maxLength: 64,
     default: 'portico',
