@@ -10,14 +10,21 @@
  * what it ran (the shipped gateway or a ladder rung) and profiles that handled no request are
  * skipped. `--callers NAME` adds the time spent in functions of that name and what they call
  * (inclusive), by their caller: who pays for `writeSync`, `hash` or `writev`.
+ *
+ * The gateway and the ladder's rungs run as bundles (scripts/build-gateway-bundle.ts), where
+ * every frame is in one file: a frame of a file with a source map beside it (`FILE.map`) is
+ * told by the module and line it was bundled from.
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { SourceMap, type SourceMapPayload } from 'node:module';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 interface CallFrame {
   functionName: string;
   url: string;
   lineNumber: number;
+  columnNumber: number;
 }
 
 interface ProfileNode {
@@ -64,6 +71,9 @@ function profileFiles(input: string): string[] {
 
 function summarise(file: string, top: number, callersOf: string | undefined): void {
   const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
+  // Told by the files it ran, before the frames are mapped to the modules they came from.
+  const ran = whatRan(profile);
+  for (const node of profile.nodes) node.callFrame = bundledFrom(node.callFrame);
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const parentOf = new Map<number, number>();
   for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node.id);
@@ -101,12 +111,36 @@ function summarise(file: string, top: number, callersOf: string | undefined): vo
       if (caller !== undefined) add(byCaller, caller, micros);
     }
   }
-  console.log(
-    `\n${file}\n  ${whatRan(profile)}; busy ${(busy / 1e6).toFixed(2)} s from the first request on`,
-  );
+  console.log(`\n${file}\n  ${ran}; busy ${(busy / 1e6).toFixed(2)} s from the first request on`);
   printTable('self time, share of busy time', bySelf, busy, top);
   printTable('by folder (self time)', byFolder, busy, top);
   if (callersOf !== undefined) printTable(`in ${callersOf} (inclusive), by its caller`, byCaller, busy, top);
+}
+
+/** Each bundle's source map by the bundle's URL; undefined for a file without one. */
+const sourceMaps = new Map<string, SourceMap | undefined>();
+
+/** `frame` where its code was written, for a file with a source map; else as it is. */
+function bundledFrom(frame: CallFrame): CallFrame {
+  if (!frame.url.startsWith('file://')) return frame;
+  if (!sourceMaps.has(frame.url)) {
+    const mapFile = `${fileURLToPath(frame.url)}.map`;
+    sourceMaps.set(
+      frame.url,
+      existsSync(mapFile)
+        ? new SourceMap(JSON.parse(readFileSync(mapFile, 'utf8')) as SourceMapPayload)
+        : undefined,
+    );
+  }
+  const entry = sourceMaps.get(frame.url)?.findEntry(frame.lineNumber, frame.columnNumber);
+  if (entry === undefined || !('originalSource' in entry)) return frame;
+  return {
+    functionName: frame.functionName,
+    // The map's sources are relative to the map, which sits beside the bundle.
+    url: new URL(entry.originalSource, frame.url).href,
+    lineNumber: entry.originalLine,
+    columnNumber: entry.originalColumn,
+  };
 }
 
 /** The caller of the outermost frame named `name` in `stack` (innermost first); none without one. */
@@ -172,7 +206,9 @@ function folderOf(frame: CallFrame): string {
 /** Which gateway the profile is of: the shipped one (which checkout) or a bench ladder rung. */
 function whatRan(profile: CpuProfile): string {
   const urls = new Set(profile.nodes.map((node) => node.callFrame.url));
-  const ladder = [...urls].find((url) => url.endsWith('/measure/bench/ladder-gateway.ts'));
+  const ladder = [...urls].find((url) =>
+    /\/(?:measure\/bench\/ladder-gateway\.ts|dist\/bench\/ladder-gateway\.bundle\.js)$/.test(url),
+  );
   if (ladder !== undefined) return `ladder gateway (${checkoutOf(ladder)})`;
   const main = [...urls].find((url) => /\/gateway\/main\.(?:js|ts)$/.test(url));
   return main === undefined ? 'unknown process' : `gateway (${checkoutOf(main)})`;
@@ -180,7 +216,7 @@ function whatRan(profile: CpuProfile): string {
 
 function checkoutOf(url: string): string {
   const path = url.replace(/^file:\/\//, '');
-  return path.replace(/\/(?:dist\/)?(?:gateway|measure)\/.*$/, '');
+  return path.replace(/\/(?:dist\/)?(?:gateway|measure|bench)\/.*$/, '');
 }
 
 main(process.argv.slice(2));
