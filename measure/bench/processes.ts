@@ -114,7 +114,16 @@ export function gatewayNodeArgs(env: NodeJS.ProcessEnv = process.env): string[] 
  * runs, and a baseline checkout (BENCH_BASELINE) runs with the flags it shipped with.
  */
 export function shippedGatewayCommand(root = ROOT): string[] {
-  const { flags, entry } = shippedGateway(root);
+  return shippedCommand('gateway', root);
+}
+
+/** The resource service as shipped: its built output with its `service` npm script's node flags. */
+export function shippedServiceCommand(root = ROOT): string[] {
+  return shippedCommand('service', root);
+}
+
+function shippedCommand(script: 'gateway' | 'service', root: string): string[] {
+  const { flags, entry } = shippedScript(script, root);
   return [...flags, join(root, entry)];
 }
 
@@ -127,23 +136,24 @@ export function buildProduct(who: string, root = ROOT): void {
   execFileSync('npm', ['run', '-s', 'build'], { cwd: root, stdio: ['ignore', 2, 2] });
 }
 
-/** The node flags and entry point of the `gateway` npm script of the checkout at `root`. */
-function shippedGateway(root: string): { flags: string[]; entry: string } {
+/** The node flags and entry point of the npm script `script` of the checkout at `root`. */
+function shippedScript(script: 'gateway' | 'service', root: string): { flags: string[]; entry: string } {
   const scripts = (
     JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
   ).scripts;
-  const [node, ...args] = (scripts['gateway'] ?? '').split(' ').filter((part) => part !== '');
+  const [node, ...args] = (scripts[script] ?? '').split(' ').filter((part) => part !== '');
   const entry = args.at(-1);
   if (node !== 'node' || entry === undefined || !entry.endsWith('.js'))
-    throw new Error(`the gateway npm script is not "node [flags] FILE.js": ${scripts['gateway']}`);
+    throw new Error(`the ${script} npm script is not "node [flags] FILE.js": ${scripts[script]}`);
   return { flags: args.slice(0, -1), entry };
 }
 
 async function startService(stores: BenchStores, placement: Placement, dir: string, settings: Settings) {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  // Gateway and service share the data dir: its assertion keys and development issuer.
-  const service = startNode([join(ROOT, 'resource-service/main.ts')], {
+  // Gateway and service share the data dir: its assertion keys and development issuer. As
+  // shipped: the built output with the `service` npm script's node flags.
+  const service = startNode(shippedServiceCommand(), {
     cpu: placement.others,
     logFile: join(dir, 'service.stderr'),
     env: childEnv(settings.logLevel, {
@@ -298,7 +308,7 @@ async function startLadder(
         // The shipped gateway's node flags (memory settings), so every rung runs as production does.
         [
           ...gatewayNodeArgs(),
-          ...shippedGateway(ROOT).flags,
+          ...shippedScript('gateway', ROOT).flags,
           bundledEntry('measure/bench/ladder-gateway.ts'),
           JSON.stringify(options),
         ],

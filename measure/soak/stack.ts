@@ -1,7 +1,8 @@
 /**
  * The soak's stack: the resource service and the gateway as separate processes, started the
- * way production starts them (the built output: `npm run service`'s `dist/resource-service/main.js`,
- * and `npm run gateway`'s command with its node flags) on the run's own database, Redis key prefix and data dir, with a config file written for the run.
+ * way production starts them (the built output, with the node flags of the `service` and
+ * `gateway` npm scripts) on the run's own database, Redis key prefix and data dir, with a
+ * config file written for the run.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { stripTypeScriptTypes } from 'node:module';
@@ -10,7 +11,7 @@ import type { ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { request } from 'undici';
 import { childEnv, freePort, startNode, waitUntil } from '../bench/children.ts';
-import { shippedGatewayCommand } from '../bench/processes.ts';
+import { shippedGatewayCommand, shippedServiceCommand } from '../bench/processes.ts';
 import type { BenchStores } from '../bench/stores.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
@@ -117,7 +118,7 @@ export async function startStack(stores: BenchStores, dir: string, logLevel: str
   writeFileSync(join(dir, 'gateway.json'), JSON.stringify(gatewayConfig(urls.service), null, 2));
 
   // Gateway and service share the data dir: its assertion keys and development issuer.
-  const service = startNode([...preload, join(ROOT, 'dist/resource-service/main.js')], {
+  const service = startNode([...preload, ...shippedServiceCommand(ROOT)], {
     cpu: undefined,
     captureStdout: true,
     logFile: join(dir, 'service.stderr'),
