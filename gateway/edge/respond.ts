@@ -5,12 +5,12 @@
 import type { ServerResponse } from 'node:http';
 import { constants, Http2ServerResponse } from 'node:http2';
 import type { Readable } from 'node:stream';
-import { CACHE_INVALIDATES, GATEWAY_CACHE_CONTROL } from '../../shared/cache-headers.ts';
 import { HttpProblem } from '../../shared/errors.ts';
+import { gatewayOnlyFields } from '../cache/rules/gateway-fields.ts';
 import type { GatewayResponse } from '../pipeline/context.ts';
 
 /** Fields addressed to this gateway alone when no cache config names more (build.ts does). */
-const GATEWAY_FIELDS: readonly string[] = [GATEWAY_CACHE_CONTROL, CACHE_INVALIDATES];
+const GATEWAY_FIELDS: readonly string[] = gatewayOnlyFields([]);
 
 /**
  * Resolves once the body is out (or the client left); rejects when the body fails.
