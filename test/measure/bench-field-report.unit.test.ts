@@ -6,22 +6,13 @@
 import type { ChildProcess } from 'node:child_process';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { FIELD } from '../../measure/bench/field.ts';
-import type { Sample } from '../../measure/bench/measure.ts';
 import { printField } from '../../measure/bench/report-field.ts';
 import type { RowResult } from '../../measure/bench/report.ts';
+import { benchSample } from './support/bench-sample.ts';
 
 /** One row measured over rounds, `cpuPerRequest` µs per request in each. */
 function result(name: string, group: 'main' | 'ladder' | 'field', cpuPerRequest: number[]): RowResult {
-  const samples = cpuPerRequest.map((micros): Sample => ({
-    load: { responses: 1000, seconds: 2, p50: 1, p99: 2, statuses: { 200: 1000 }, errors: 0, timeouts: 0 },
-    measuredCpuMicros: micros * 1000,
-    serviceCpuMicros: 0,
-    busyPercent: 50,
-    peakRssMiB: 20,
-    checks: [],
-    probeStatus: 200,
-    cacheStatus: undefined,
-  }));
+  const samples = cpuPerRequest.map((micros) => benchSample({ measuredCpuMicros: micros * 1000 }));
   const row = {
     name,
     group,

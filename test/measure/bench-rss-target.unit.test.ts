@@ -5,24 +5,15 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { Sample } from '../../measure/bench/measure.ts';
 import { printReport, type RowResult } from '../../measure/bench/report.ts';
 import type { GatewayProcess } from '../../measure/bench/processes.ts';
+import { benchSample } from './support/bench-sample.ts';
 
 const gateway = { url: 'https://127.0.0.1:1', admin: 'http://127.0.0.1:2' } as GatewayProcess;
 
 /** A gateway row whose rounds peaked at `peaks` MiB. */
 function result(name: string, group: 'main' | 'ladder', peaks: number[], own = gateway): RowResult {
-  const samples = peaks.map((peakRssMiB): Sample => ({
-    load: { responses: 1000, seconds: 2, p50: 1, p99: 2, statuses: { 200: 1000 }, errors: 0, timeouts: 0 },
-    measuredCpuMicros: 200_000,
-    serviceCpuMicros: 0,
-    busyPercent: 50,
-    peakRssMiB,
-    checks: [],
-    probeStatus: 200,
-    cacheStatus: undefined,
-  }));
+  const samples = peaks.map((peakRssMiB) => benchSample({ peakRssMiB }));
   const row = {
     name,
     group,
