@@ -12,6 +12,7 @@ import { redisTargetFromEnv } from '../shared/redis-target.ts';
 import { ADMIN_TOKEN_ENV, MIN_TOKEN_LENGTH } from './admin/purge-guard.ts';
 import { API_KEY_SIGNING_KEYS_ENV } from './identity/api-key-signing-keys.ts';
 import { workerCount } from './worker-count.ts';
+import { dataDirOf } from '../shared/data-dir.ts';
 
 /**
  * Not 9090: that is Prometheus's own port (9091-9094 its Pushgateway and Alertmanager), where
@@ -52,7 +53,7 @@ export class EnvironmentError extends Error {
 export function readGatewayEnvironment(env: NodeJS.ProcessEnv): GatewayEnvironment {
   const problems = environmentProblems(env);
   if (problems.length > 0) throw new EnvironmentError(problems);
-  const dataDir = env['PORTICO_DATA_DIR'] || '.portico';
+  const dataDir = dataDirOf(env);
   return {
     port: port(env, 'GATEWAY_PORT', DEFAULT_GATEWAY_PORT),
     adminPort: port(env, 'ADMIN_PORT', DEFAULT_ADMIN_PORT),

@@ -5,6 +5,7 @@
  */
 import { isIP } from 'node:net';
 import { logLevelProblem } from '../shared/log-level.ts';
+import { dataDirOf } from '../shared/data-dir.ts';
 
 /** SERVICE_SHUTDOWN_TIMEOUT_MS unset: how long a drain waits (server.ts). Here, not there: the
  * environment is checked before the server's modules load. */
@@ -127,7 +128,7 @@ export function readServiceConfig(env: NodeJS.ProcessEnv, poolMax?: number): Ser
     port: wholeNumber(env, 'SERVICE_PORT', { min: 0, max: 65_535, unit: 'port' }, problems) ?? DEFAULT_PORT,
     host: hostName(env, 'SERVICE_HOST', problems) ?? DEFAULT_HOST,
     probe: probeListener(env, problems),
-    dataDir: env['PORTICO_DATA_DIR'] || '.portico',
+    dataDir: dataDirOf(env),
     transport: transport(env, problems),
   };
   const level = logLevelProblem(env);

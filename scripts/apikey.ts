@@ -26,6 +26,7 @@ import {
   type RedisClient,
 } from '../shared/redis.ts';
 import { answerHelp, parseScopes, usageError } from './cli-args.ts';
+import { dataDirOf } from '../shared/data-dir.ts';
 
 const USAGE = [
   'usage: npm run -s apikey -- create --customer ID [--scope "a b"]',
@@ -90,7 +91,7 @@ if (command === 'create') {
   usage(command === undefined ? 'a command is required' : `unknown command "${command}"`);
 }
 
-const dataDir = process.env['PORTICO_DATA_DIR'] ?? '.portico';
+const dataDir = dataDirOf(process.env);
 // The gateway's own choice of Redis (REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS).
 const redisTarget = redisTargetFromEnv(process.env);
 let redis: RedisClient | undefined;

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_ADMIN_PORT } from '../gateway/environment.ts';
 import { answerHelp, usageError } from './cli-args.ts';
+import { dataDirOf } from '../shared/data-dir.ts';
 
 const USAGE = 'usage: npm run -s reload';
 answerHelp(`${USAGE}
@@ -45,7 +46,7 @@ function adminToken(): string | undefined {
   const fromEnv = env['PORTICO_ADMIN_TOKEN']?.trim();
   if (fromEnv) return fromEnv;
   try {
-    return readFileSync(join(env['PORTICO_DATA_DIR'] || '.portico', 'admin-token'), 'utf8').trim();
+    return readFileSync(join(dataDirOf(env), 'admin-token'), 'utf8').trim();
   } catch {
     return undefined;
   }

@@ -20,9 +20,9 @@ import { DEMO_CUSTOMERS, hasDemoData, seedDemoData } from '../resource-service/d
 import { runService } from '../resource-service/run.ts';
 import type { StartClock } from '../shared/start-clock.ts';
 import { validatorCacheCounts } from '../shared/validator-cache.ts';
+import { DEFAULT_DATA_DIR } from '../shared/data-dir.ts';
 
 const TOKEN_TTL_SECONDS = 3600;
-const DEFAULT_DATA_DIR = '.portico';
 
 /** What the first step hands on. */
 export interface StartContext {

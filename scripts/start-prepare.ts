@@ -18,12 +18,13 @@ import { createLogDestination } from '../shared/log-destination.ts';
 import { startClock } from '../shared/start-clock.ts';
 import { pruneValidatorCache, useValidatorCache } from '../shared/validator-cache.ts';
 import type { StartContext } from './start-portico.ts';
+import { dataDirOf } from '../shared/data-dir.ts';
 
 const env: NodeJS.ProcessEnv = {
   ...process.env,
-  PORTICO_DATA_DIR: process.env['PORTICO_DATA_DIR'] || '.portico',
+  PORTICO_DATA_DIR: dataDirOf(process.env),
 };
-const dataDir = env['PORTICO_DATA_DIR'] ?? '.portico';
+const dataDir = dataDirOf(env);
 // A bad LOG_LEVEL is refused below, by a logger that works.
 const level = logLevelOf(env);
 const gatewayLog = createLogger({ level });

@@ -9,6 +9,7 @@ import { parseArgs } from 'node:util';
 import { loadOrCreateDevIssuer } from '../gateway/identity/dev-issuer.ts';
 import { SCOPES, isValidCustomerId } from '../shared/principal.ts';
 import { answerHelp, parseScopes, usageError } from './cli-args.ts';
+import { dataDirOf } from '../shared/data-dir.ts';
 
 const USAGE = 'usage: npm run -s token -- --customer ID [--scope "a b"] [--ttl SECONDS] [--admin]';
 const CUSTOMER_SCOPES = SCOPES.filter((scope) => scope !== 'admin');
@@ -60,7 +61,7 @@ if (values.admin === true && !scopes.includes('admin')) scopes.push('admin');
 
 let issuer: ReturnType<typeof loadOrCreateDevIssuer>;
 try {
-  issuer = loadOrCreateDevIssuer(process.env['PORTICO_DATA_DIR'] ?? '.portico');
+  issuer = loadOrCreateDevIssuer(dataDirOf(process.env));
 } catch (error) {
   // Not a usage error: one line that names the file and the fix (a key others may read or write).
   process.stderr.write(`token: ${(error as Error).message}\n`);

@@ -7,6 +7,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { devPkiFiles } from '../../../shared/dev-pki.ts';
 import { trustProxyProblems } from '../../foundation/trust-proxy.ts';
 import { defaultServiceOrigin } from './routes.ts';
+import { dataDirOf } from '../../../shared/data-dir.ts';
 
 export const OutlierDetectionSchema = Type.Object(
   {
@@ -170,7 +171,7 @@ export type UpstreamTls = Static<typeof UpstreamTlsSchema>;
  */
 export function defaultUpstreamTls(env: NodeJS.ProcessEnv): UpstreamTls[] {
   if (env['SERVICE_PLAIN_HTTP'] === 'true') return [];
-  const dev = devPkiFiles(env['PORTICO_DATA_DIR'] || '.portico');
+  const dev = devPkiFiles(dataDirOf(env));
   const pick = (name: string, fallback: string) => env[name] || fallback;
   return [
     {
