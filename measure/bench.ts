@@ -40,6 +40,7 @@ import { buildProduct, childLogNames, startProcesses, type Settings } from './be
 import { printReport } from './bench/report.ts';
 import { printField } from './bench/report-field.ts';
 import { defineRows } from './bench/rows.ts';
+import { rowChosen } from './bench/row-choice.ts';
 import { createBenchStores, StoreMissing, type BenchStores } from './bench/stores.ts';
 import { answerHelp, usageError } from '../scripts/cli-args.ts';
 
@@ -126,10 +127,8 @@ async function run(stores: BenchStores, dir: string): Promise<void> {
   moveToCpu(process.pid, placement.others);
   const running = await startProcesses(stores, placement, dir, settings);
   const tls = new Agent({ connect: { ca: running.caCert } });
-  const only = (env['BENCH_ROWS'] ?? '').split(',').filter((part) => part !== '');
-  const chosen = (name: string) => only.length === 0 || only.some((part) => name.includes(part));
-  const rows = (await defineRows(running, tls)).filter((row) => chosen(row.name));
-  const missing = running.field.missing.filter((peer) => chosen(peer.name));
+  const rows = (await defineRows(running, tls)).filter((row) => rowChosen(row.name, env));
+  const missing = running.field.missing.filter((peer) => rowChosen(peer.name, env));
   for (const line of machineFacts(placement, stores, running.field.versions, idle)) console.log(line);
   console.log('');
   const samples = new Map(rows.map((row) => [row, [] as Sample[]]));

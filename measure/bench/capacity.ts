@@ -16,6 +16,7 @@ import { connect, type TLSSocket } from 'node:tls';
 import { processTree } from './children.ts';
 import { runLoad } from './measure.ts';
 import type { Running, Settings } from './processes.ts';
+import { MAIN_GATEWAY_ROWS } from './row-choice.ts';
 import type { Row } from './rows.ts';
 
 /** Extra connections held open for the memory figure: enough to rise above the heap's noise. */
@@ -165,8 +166,8 @@ export async function measureCapacity(
   const paths: [string, string][] = [
     ['ladder 1:', 'pass-through'],
     ['ladder 8:', 'full pipeline, miss (static upstream)'],
-    ['gateway, cache miss', 'full pipeline, miss (service)'],
-    ['gateway, cache hit', 'full pipeline, cache hit'],
+    [MAIN_GATEWAY_ROWS.miss, 'full pipeline, miss (service)'],
+    [MAIN_GATEWAY_ROWS.hit, 'full pipeline, cache hit'],
     ['ladder 12:', 'DPoP-bound token, a new proof per request'],
   ];
   for (const [prefix, label] of paths) {

@@ -16,6 +16,7 @@ import { childEnv, freePort, startNode, waitUntil, type Placement } from './chil
 import { bundledEntry, plainEntry } from './plain-entry.ts';
 import type { LadderGatewayOptions } from './ladder-gateway.ts';
 import { RUNGS } from './ladder.ts';
+import { BASELINE_ROWS, MAIN_GATEWAY_ROWS, REPLICAS_ROW, rowChosen, workersRowName } from './row-choice.ts';
 import type { BenchStores } from './stores.ts';
 import { startField, type Field } from './field.ts';
 
@@ -98,14 +99,18 @@ async function answers(url: string, dispatcher?: Agent, status = 200): Promise<b
 }
 
 /**
- * The extra node flags for the gateways: BENCH_GATEWAY_NODE_ARGS (`--cpu-prof`, say), and with
- * BENCH_MEMORY_SAMPLER=DIR the memory sampler preloaded as plain JavaScript (memory-sampler.ts).
+ * The extra node flags for a gateway whose rows are `rows`: BENCH_GATEWAY_NODE_ARGS
+ * (`--cpu-prof`, say) when BENCH_ROWS chose one of them (row-choice.ts says why not the
+ * others), and with BENCH_MEMORY_SAMPLER=DIR the memory sampler preloaded as plain JavaScript
+ * (memory-sampler.ts).
  */
-export function gatewayNodeArgs(env: NodeJS.ProcessEnv = process.env): string[] {
+export function gatewayNodeArgs(rows: readonly string[], env: NodeJS.ProcessEnv = process.env): string[] {
   const sampler = env['BENCH_MEMORY_SAMPLER']
     ? ['--import', plainEntry('measure/bench/memory-sampler.ts')]
     : [];
-  return [...sampler, ...(env['BENCH_GATEWAY_NODE_ARGS'] ?? '').split(' ').filter((arg) => arg !== '')];
+  const chosen = rows.some((row) => rowChosen(row, env));
+  const extra = chosen ? (env['BENCH_GATEWAY_NODE_ARGS'] ?? '').split(' ').filter((arg) => arg !== '') : [];
+  return [...sampler, ...extra];
 }
 
 /**
@@ -178,8 +183,9 @@ async function startMainGateway(
   serviceUrl: string,
   // The replicas and baseline rows' gateways: their own config, files and Redis keys, and for
   // the baseline the checkout whose build runs.
-  variant: { name: string; config: object; redisPrefix: string; root?: string } = {
+  variant: { name: string; rows: readonly string[]; config: object; redisPrefix: string; root?: string } = {
     name: 'gateway',
+    rows: Object.values(MAIN_GATEWAY_ROWS),
     config: gatewayConfig(serviceUrl),
     redisPrefix: stores.redisPrefix,
   },
@@ -188,7 +194,7 @@ async function startMainGateway(
   const [port, adminPort] = [await freePort(), await freePort()];
   const auditLog = join(dir, name === 'gateway' ? 'audit.log' : `${name}-audit.log`);
   writeFileSync(join(dir, `${name}.json`), JSON.stringify(variant.config));
-  const gateway = startNode([...gatewayNodeArgs(), ...shippedGatewayCommand(variant.root)], {
+  const gateway = startNode([...gatewayNodeArgs(variant.rows), ...shippedGatewayCommand(variant.root)], {
     cpu: placement.measured,
     logFile: join(dir, `${name}.stderr`),
     env: childEnv(settings.logLevel, {
@@ -226,7 +232,7 @@ async function startWorkersGateway(
     JSON.stringify({ ...gatewayConfig(upstream), routes: [{ prefix: '/v1', upstream, cache: true }] }),
   );
   const name = `workers${count}`;
-  const gateway = startNode([...gatewayNodeArgs(), ...shippedGatewayCommand()], {
+  const gateway = startNode([...gatewayNodeArgs([workersRowName(count)]), ...shippedGatewayCommand()], {
     // Unpinned, a child would inherit the driver's CPU alone (bench.ts moves itself there).
     cpu: count === 1 || !placement.pinned ? placement.measured : `${placement.measured},${placement.others}`,
     logFile: join(dir, `${name}.stderr`),
@@ -307,7 +313,7 @@ async function startLadder(
       const child = startNode(
         // The shipped gateway's node flags (memory settings), so every rung runs as production does.
         [
-          ...gatewayNodeArgs(),
+          ...gatewayNodeArgs([rung.name]),
           ...shippedScript('gateway', ROOT).flags,
           bundledEntry('measure/bench/ladder-gateway.ts'),
           JSON.stringify(options),
@@ -340,6 +346,7 @@ export async function startProcesses(
   const { url: secondUrl } = await startService(stores, placement, dir, settings);
   const replicas = await startMainGateway(stores, placement, dir, settings, serviceUrl, {
     name: 'replicas',
+    rows: [REPLICAS_ROW],
     config: {
       ...gatewayConfig(serviceUrl),
       routes: [
@@ -360,6 +367,7 @@ export async function startProcesses(
       ? undefined
       : await startMainGateway(stores, placement, dir, settings, serviceUrl, {
           name: 'baseline',
+          rows: BASELINE_ROWS,
           config: gatewayConfig(serviceUrl),
           redisPrefix: `${stores.redisPrefix}baseline:`,
           root: baselineRoot,

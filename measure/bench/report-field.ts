@@ -4,6 +4,7 @@
  * its range, each next to the issue's target.
  */
 import { FIELD, type Missing } from './field.ts';
+import { MAIN_GATEWAY_ROWS } from './row-choice.ts';
 import {
   cells,
   HEADERS,
@@ -17,7 +18,7 @@ import {
 
 /** Portico's rows the ratios divide: the full pipeline on the field's static upstream, and a hit. */
 const FULL = 'ladder 8';
-const HIT = 'gateway, cache hit';
+const HIT = MAIN_GATEWAY_ROWS.hit;
 
 const LEGEND = `  The field runs on the cost ladder's static upstream, pinned to the measured CPU like the gateway,
   with the bench's ECDSA P-256 certificate (TLS 1.3 negotiated). "full" is ladder 8 (the full pipeline

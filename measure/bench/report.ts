@@ -5,6 +5,7 @@
  */
 import { LEGEND } from './legend.ts';
 import type { Sample } from './measure.ts';
+import { BASELINE_ROWS, MAIN_GATEWAY_ROWS } from './row-choice.ts';
 import type { Row } from './rows.ts';
 
 export interface RowResult {
@@ -142,9 +143,12 @@ function rssTarget(peak: number): string {
 
 function printTargets(results: RowResult[]): void {
   const find = (name: string) => results.find((result) => result.row.name.startsWith(name));
-  const [miss, hit, direct, peer] = ['gateway, cache miss', 'gateway, cache hit', 'direct', 'http-proxy'].map(
-    find,
-  );
+  const [miss, hit, direct, peer] = [
+    MAIN_GATEWAY_ROWS.miss,
+    MAIN_GATEWAY_ROWS.hit,
+    'direct',
+    'http-proxy',
+  ].map(find);
   console.log('Targets (median of the per-round ratios [range])');
   if (miss !== undefined && peer !== undefined)
     console.log(
@@ -175,7 +179,7 @@ function printTargets(results: RowResult[]): void {
     console.log(`  ladder rungs’ peak RSS: ${fixed(peak, 1)} MiB in ${top.row.name} ${rssTarget(peak)}`);
   }
   // This build ÷ baseline needs only the two rows; the baseline's own ratio, the reference too.
-  const [baselineMiss, baselineHit] = ['baseline build, cache miss', 'baseline build, cache hit'].map(find);
+  const [baselineMiss, baselineHit] = BASELINE_ROWS.map(find);
   if (miss !== undefined && baselineMiss !== undefined)
     console.log(
       `  baseline build, miss: ${peer === undefined ? '' : `full pipeline CPU/req ÷ http-proxy CPU/req: ${spread(roundRatio(baselineMiss, peer, perRequest), 2)}; `}this build ÷ baseline, CPU/req: ${spread(roundRatio(miss, baselineMiss, perRequest), 2)}`,

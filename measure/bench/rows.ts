@@ -14,6 +14,7 @@ import { loadOrCreateDevIssuer } from '../../gateway/identity/dev-issuer.ts';
 import { createDpopKey, proofMaker, type DpopLoad } from './dpop-proofs.ts';
 import { RUNGS } from './ladder.ts';
 import type { GatewayProcess, Running } from './processes.ts';
+import { baselineRowName, MAIN_GATEWAY_ROWS, REPLICAS_ROW, workersRowName } from './row-choice.ts';
 
 const CUSTOMER = 'cus_bench';
 const SCOPES = ['orders:read', 'orders:write'];
@@ -90,7 +91,7 @@ export async function defineRows(running: Running, tls: Agent): Promise<Row[]> {
   const etag = await currentEtag(`${running.serviceUrl}${path}`, assertion(), tls);
   const gateway = { process: running.gateway.process, role: 'gateway' as const };
   const miss: Row = {
-    name: 'gateway, cache miss',
+    name: MAIN_GATEWAY_ROWS.miss,
     group: 'main',
     measured: gateway,
     gateway: running.gateway,
@@ -100,7 +101,7 @@ export async function defineRows(running: Running, tls: Agent): Promise<Row[]> {
     note: 'full pipeline; request no-store: looked up, never stored',
   };
   const hit: Row = {
-    name: 'gateway, cache hit',
+    name: MAIN_GATEWAY_ROWS.hit,
     group: 'main',
     measured: gateway,
     gateway: running.gateway,
@@ -122,7 +123,7 @@ export async function defineRows(running: Running, tls: Agent): Promise<Row[]> {
     miss,
     ...onBaseline(running, miss),
     {
-      name: 'gateway, 2 replicas (miss)',
+      name: REPLICAS_ROW,
       group: 'main',
       measured: { process: running.replicas.process, role: 'gateway' },
       gateway: running.replicas,
@@ -135,12 +136,12 @@ export async function defineRows(running: Running, tls: Agent): Promise<Row[]> {
     ...onBaseline(running, hit),
     {
       ...hit,
-      name: 'gateway, HTTP/2 cache hit',
+      name: MAIN_GATEWAY_ROWS.h2Hit,
       protocol: 'h2',
       note: 'the cache-hit row over HTTP/2: 4 connections of 8 streams (load-h2.ts)',
     },
     {
-      name: 'gateway, 304 at edge',
+      name: MAIN_GATEWAY_ROWS.notModified,
       group: 'main',
       measured: gateway,
       gateway: running.gateway,
@@ -191,7 +192,7 @@ function onBaseline(running: Running, row: Row): Row[] {
   return [
     {
       ...row,
-      name: row.name.replace('gateway', 'baseline build'),
+      name: baselineRowName(row.name),
       measured: { process: baseline.process, role: 'gateway' },
       gateway: baseline,
       url: row.url.replace(running.gateway.url, baseline.url),
@@ -203,7 +204,7 @@ function onBaseline(running: Running, row: Row): Row[] {
 /** The shipped gateway on the static upstream with one worker and with two (GATEWAY_WORKERS). */
 function workerRows(running: Running, bearer: Record<string, string>): Row[] {
   return running.workers.map((gateway, index) => ({
-    name: `gateway, ${index + 1} worker${index === 0 ? '' : 's'} (static upstream)`,
+    name: workersRowName(index + 1),
     group: 'main',
     measured: { process: gateway.process, role: 'gateway' },
     gateway,

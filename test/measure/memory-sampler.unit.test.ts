@@ -10,16 +10,36 @@ import { gatewayNodeArgs } from '../../measure/bench/processes.ts';
 
 describe('the bench’s memory sampler', () => {
   it('is preloaded into the gateways as plain JavaScript when BENCH_MEMORY_SAMPLER names a directory', () => {
-    const args = gatewayNodeArgs({ BENCH_MEMORY_SAMPLER: '/tmp/x', BENCH_GATEWAY_NODE_ARGS: '--cpu-prof' });
+    const args = gatewayNodeArgs(['gateway, cache hit'], {
+      BENCH_MEMORY_SAMPLER: '/tmp/x',
+      BENCH_GATEWAY_NODE_ARGS: '--cpu-prof',
+    });
     const preload = args[args.indexOf('--import') + 1]!;
     try {
       expect(preload).toMatch(/\/dist\/bench\/memory-sampler\.js$/);
       expect(readFileSync(preload, 'utf8')).toContain('BENCH_MEMORY_SAMPLER');
       expect(args).toContain('--cpu-prof');
-      expect(gatewayNodeArgs({})).toEqual([]);
+      expect(gatewayNodeArgs(['gateway, cache hit'], {})).toEqual([]);
     } finally {
       rmSync(preload, { force: true });
     }
+  });
+
+  it('gives BENCH_GATEWAY_NODE_ARGS only to the gateways of the rows BENCH_ROWS chose', () => {
+    // An idle gateway under --cpu-prof costs its sampler's CPU: only the measured ones get it.
+    const env = { BENCH_ROWS: 'cache hit,ladder 8', BENCH_GATEWAY_NODE_ARGS: '--cpu-prof --cpu-prof-dir=/p' };
+    const main = ['gateway, cache miss', 'gateway, cache hit'];
+    expect(gatewayNodeArgs(main, env)).toEqual(['--cpu-prof', '--cpu-prof-dir=/p']);
+    expect(gatewayNodeArgs(['ladder 8: + stage timing (default)'], env)).toEqual([
+      '--cpu-prof',
+      '--cpu-prof-dir=/p',
+    ]);
+    expect(gatewayNodeArgs(['ladder 3: + authentication'], env)).toEqual([]);
+    expect(gatewayNodeArgs(['gateway, 2 replicas (miss)'], env)).toEqual([]);
+    // With no BENCH_ROWS every row runs, so every gateway gets them.
+    expect(
+      gatewayNodeArgs(['ladder 3: + authentication'], { BENCH_GATEWAY_NODE_ARGS: '--cpu-prof' }),
+    ).toEqual(['--cpu-prof']);
   });
 
   it('tells resident memory by mapping: files by name, [heap], anonymous', () => {
