@@ -16,10 +16,13 @@
  * round, 5), BENCH_WARMUP (s before each row's first round, 2; 1 in later rounds),
  * BENCH_CONNECTIONS (32), BENCH_ROWS (comma-separated parts of row names: only those rows),
  * LOG_LEVEL (info: the gateway and the service log as in production),
- * BENCH_GATEWAY_NODE_ARGS (extra node flags for the gateways, e.g. `--cpu-prof`), BENCH_BASELINE
+ * BENCH_GATEWAY_NODE_ARGS (extra node flags for the gateways of the chosen rows, e.g.
+ * `--cpu-prof`), BENCH_BASELINE
  * (the root of another checkout, built: its gateway gets a cache-miss and a cache-hit row of its
  * own, interleaved with this one's, so a change is measured before and after in one run),
  * BENCH_MEMORY_SAMPLER (a directory: each gateway writes its memory at its RSS peak there),
+ * BENCH_HEAP_SAMPLE (a directory: a heap profile of what the gateway allocated per gateway row
+ * and round, and KiB allocated per request among the row's checks; measure/heap-summary.ts),
  * BENCH_NO_INSTALL (set: never apt-get install nginx; its rows are printed as missing).
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -56,10 +59,13 @@ Redis prefix, removed at the end.
 Environment: DATABASE_URL (admin connection, default postgres://postgres@127.0.0.1:5432/postgres),
 REDIS_URL (default redis://127.0.0.1:6379), BENCH_ROUNDS (3), BENCH_DURATION (s per row and
 round, 5), BENCH_WARMUP (2), BENCH_CONNECTIONS (32), BENCH_ROWS (comma-separated parts of row
-names: only those rows), LOG_LEVEL (info), BENCH_GATEWAY_NODE_ARGS (extra node flags),
+names: only those rows), LOG_LEVEL (info), BENCH_GATEWAY_NODE_ARGS (extra node flags for the
+gateways of the chosen rows),
 BENCH_BASELINE (root of another built checkout: cache-miss and cache-hit rows through its gateway),
 BENCH_MEMORY_SAMPLER (a directory: each gateway writes <pid>.json there, its memory by where it is
 at its RSS peak; measure/bench/memory-sampler.ts),
+BENCH_HEAP_SAMPLE (a directory: what each gateway row allocated, as a heap profile per round and
+KiB per request among its checks; node measure/heap-summary.ts FILE --requests N tells where),
 BENCH_NO_INSTALL (set: never apt-get install nginx for the field rows; they print as missing).
 A short plumbing check: BENCH_ROUNDS=1 BENCH_DURATION=2 BENCH_WARMUP=0 npm run bench.`);
 if (process.argv.length > 2) usageError('bench', USAGE, `unexpected argument ${process.argv[2]}`);
@@ -136,7 +142,7 @@ async function run(stores: BenchStores, dir: string): Promise<void> {
     for (const row of rows) {
       process.stderr.write(`bench: round ${round}/${settings.rounds}: ${row.name} ...\n`);
       const warmup = round === 1 ? settings.warmup : Math.min(1, settings.warmup);
-      samples.get(row)!.push(await measureRow(running, row, tls, settings, warmup));
+      samples.get(row)!.push(await measureRow(running, row, tls, settings, warmup, round));
     }
   }
   await tls.close();

@@ -15,17 +15,9 @@
  * every frame is in one file: a frame of a file with a source map beside it (`FILE.map`) is
  * told by the module and line it was bundled from.
  */
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { SourceMap, type SourceMapPayload } from 'node:module';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-interface CallFrame {
-  functionName: string;
-  url: string;
-  lineNumber: number;
-  columnNumber: number;
-}
+import { bundledFrom, describe, folderOf, type CallFrame } from './profile-frames.ts';
 
 interface ProfileNode {
   id: number;
@@ -117,32 +109,6 @@ function summarise(file: string, top: number, callersOf: string | undefined): vo
   if (callersOf !== undefined) printTable(`in ${callersOf} (inclusive), by its caller`, byCaller, busy, top);
 }
 
-/** Each bundle's source map by the bundle's URL; undefined for a file without one. */
-const sourceMaps = new Map<string, SourceMap | undefined>();
-
-/** `frame` where its code was written, for a file with a source map; else as it is. */
-function bundledFrom(frame: CallFrame): CallFrame {
-  if (!frame.url.startsWith('file://')) return frame;
-  if (!sourceMaps.has(frame.url)) {
-    const mapFile = `${fileURLToPath(frame.url)}.map`;
-    sourceMaps.set(
-      frame.url,
-      existsSync(mapFile)
-        ? new SourceMap(JSON.parse(readFileSync(mapFile, 'utf8')) as SourceMapPayload)
-        : undefined,
-    );
-  }
-  const entry = sourceMaps.get(frame.url)?.findEntry(frame.lineNumber, frame.columnNumber);
-  if (entry === undefined || !('originalSource' in entry)) return frame;
-  return {
-    functionName: frame.functionName,
-    // The map's sources are relative to the map, which sits beside the bundle.
-    url: new URL(entry.originalSource, frame.url).href,
-    lineNumber: entry.originalLine,
-    columnNumber: entry.originalColumn,
-  };
-}
-
 /** The caller of the outermost frame named `name` in `stack` (innermost first); none without one. */
 function callerOf(stack: CallFrame[], name: string): string | undefined {
   let outermost = -1;
@@ -163,44 +129,6 @@ function printTable(title: string, totals: Map<string, number>, busy: number, to
   const sorted = [...totals].sort((a, b) => b[1] - a[1]).slice(0, top);
   for (const [key, micros] of sorted)
     console.log(`    ${((100 * micros) / busy).toFixed(1).padStart(5)}%  ${key}`);
-}
-
-/** A function as the tables name it: its name and where it is defined. */
-function describe(frame: CallFrame): string {
-  const name = frame.functionName === '' ? '(anonymous)' : frame.functionName;
-  if (frame.url === '') return name;
-  return `${name}  ${shortUrl(frame.url)}:${frame.lineNumber + 1}`;
-}
-
-/** A project file relative to its checkout, a package's file from its package on. */
-function shortUrl(url: string): string {
-  const path = url.replace(/^file:\/\//, '');
-  const inPackage = path.lastIndexOf('/node_modules/');
-  if (inPackage !== -1) return path.slice(inPackage + '/node_modules/'.length);
-  const own = /\/(?:dist\/)?((?:gateway|shared|resource-service|measure)\/.*)$/.exec(path);
-  return own?.[1] ?? path;
-}
-
-/**
- * The folder a frame's self time is counted to: a project folder two levels deep
- * (`gateway/cache`), an npm package, a Node.js module, or a native function by its name
- * (`writev`, `(garbage collector)`, `(program)`).
- */
-function folderOf(frame: CallFrame): string {
-  const { url } = frame;
-  if (url === '') return `native ${frame.functionName}`;
-  if (url.startsWith('node:')) {
-    const parts = url.slice('node:'.length).split('/');
-    return `node:${parts[0] === 'internal' && parts.length > 2 ? `internal/${parts[1]}` : parts.join('/')}`;
-  }
-  const path = url.replace(/^file:\/\//, '');
-  const inPackage = path.lastIndexOf('/node_modules/');
-  if (inPackage !== -1) {
-    const parts = path.slice(inPackage + '/node_modules/'.length).split('/');
-    return `npm ${parts[0]!.startsWith('@') ? `${parts[0]}/${parts[1]}` : parts[0]}`;
-  }
-  const own = shortUrl(url).split('/');
-  return own.length > 2 ? `${own[0]}/${own[1]}` : own.join('/');
 }
 
 /** Which gateway the profile is of: the shipped one (which checkout) or a bench ladder rung. */

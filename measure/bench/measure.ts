@@ -16,6 +16,7 @@ import {
   treeCpuMicros,
   treePeakRssMiB,
 } from './children.ts';
+import { heapSampleDir, openHeapWindow } from './heap-window.ts';
 import type { LoadOptions, LoadResult } from './load.ts';
 import type { Running, Settings } from './processes.ts';
 import type { Row } from './rows.ts';
@@ -96,6 +97,7 @@ export async function measureRow(
   tls: Agent,
   settings: Settings,
   warmupSeconds: number,
+  round: number,
 ): Promise<Sample> {
   const { placement, service } = running;
   // The process under test gets the measured CPU to itself; the service moves aside otherwise.
@@ -118,6 +120,8 @@ export async function measureRow(
   const machine = cpuJiffies();
   // The measured process with its children: a gateway with GATEWAY_WORKERS works in its workers.
   const before = { measured: treeCpuMicros(pid), service: cpuMicros(service.pid!), at: performance.now() };
+  const heapDir = row.measured.role === 'gateway' ? heapSampleDir() : undefined;
+  const closeHeapWindow = heapDir === undefined ? undefined : openHeapWindow(heapDir, pid);
   const result = await runLoad(running, { ...load, headers: row.headers() }, row.protocol);
   await sleep(SETTLE_MS);
   const after = { measured: treeCpuMicros(pid), service: cpuMicros(service.pid!), at: performance.now() };
@@ -137,6 +141,8 @@ export async function measureRow(
     if (row.gateway?.auditLog !== undefined)
       checks.push(`audit records ${countLines(row.gateway.auditLog) - auditBefore}`);
   }
+  if (closeHeapWindow !== undefined)
+    checks.push(await closeHeapWindow(`${row.name} round ${round}`, result.responses));
   return {
     load: result,
     measuredCpuMicros: measuredCpu,

@@ -13,6 +13,7 @@ import { Agent, request } from 'undici';
 import { ensureDevPki, type DevPkiFiles } from '../../shared/dev-pki.ts';
 import { generateSelfSigned } from '../../shared/self-signed.ts';
 import { childEnv, freePort, startNode, waitUntil, type Placement } from './children.ts';
+import { heapSampleDir } from './heap-window.ts';
 import { bundledEntry, plainEntry } from './plain-entry.ts';
 import type { LadderGatewayOptions } from './ladder-gateway.ts';
 import { RUNGS } from './ladder.ts';
@@ -99,18 +100,23 @@ async function answers(url: string, dispatcher?: Agent, status = 200): Promise<b
 }
 
 /**
- * The extra node flags for a gateway whose rows are `rows`: BENCH_GATEWAY_NODE_ARGS
- * (`--cpu-prof`, say) when BENCH_ROWS chose one of them (row-choice.ts says why not the
- * others), and with BENCH_MEMORY_SAMPLER=DIR the memory sampler preloaded as plain JavaScript
- * (memory-sampler.ts).
+ * The extra node flags for a gateway whose rows are `rows`: with BENCH_MEMORY_SAMPLER=DIR the
+ * memory sampler preloaded as plain JavaScript (memory-sampler.ts); and when BENCH_ROWS chose
+ * one of its rows (row-choice.ts says why not the others), BENCH_GATEWAY_NODE_ARGS
+ * (`--cpu-prof`, say) and with BENCH_HEAP_SAMPLE=DIR the heap sampler (heap-sampler.ts).
  */
 export function gatewayNodeArgs(rows: readonly string[], env: NodeJS.ProcessEnv = process.env): string[] {
   const sampler = env['BENCH_MEMORY_SAMPLER']
     ? ['--import', plainEntry('measure/bench/memory-sampler.ts')]
     : [];
-  const chosen = rows.some((row) => rowChosen(row, env));
-  const extra = chosen ? (env['BENCH_GATEWAY_NODE_ARGS'] ?? '').split(' ').filter((arg) => arg !== '') : [];
-  return [...sampler, ...extra];
+  if (!rows.some((row) => rowChosen(row, env))) return sampler;
+  const heap =
+    heapSampleDir(env) === undefined ? [] : ['--import', plainEntry('measure/bench/heap-sampler.ts')];
+  return [
+    ...sampler,
+    ...heap,
+    ...(env['BENCH_GATEWAY_NODE_ARGS'] ?? '').split(' ').filter((arg) => arg !== ''),
+  ];
 }
 
 /**
