@@ -43,7 +43,6 @@ function defineLastingRedis(): LastingRedisClass {
     #attempt = 0;
 
     /**
-     * `url`: a redis:// or rediss:// URL, read by ioredis as it reads its own; none for Sentinel.
      * The pause before a new connect is the options' `retryStrategy`, ioredis's own between
      * reconnects; a strategy that gives up (no number) is obeyed here too.
      */
