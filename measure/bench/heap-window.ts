@@ -2,7 +2,9 @@
  * The bench's side of BENCH_HEAP_SAMPLE (heap-sampler.ts runs in the gateway): a row's
  * measured load is bracketed by two SIGUSR2, and the profile the gateway writes is renamed
  * after the row and round, with the bytes it says were allocated per answered request.
- * `node measure/heap-summary.ts DIR` tells where they were allocated.
+ * `node measure/heap-summary.ts FILE --requests N` tells where they were allocated. A gateway
+ * with GATEWAY_WORKERS gets the signals in its primary, which answers no request: the workers
+ * rows' figures are the primary's alone.
  */
 import { readdirSync, readFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
