@@ -11,6 +11,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { bundledFrom, describe, shortUrl, type CallFrame } from './profile-frames.ts';
+import { takeOption } from '../scripts/cli-args.ts';
 
 interface HeapNode {
   callFrame: CallFrame;
@@ -21,14 +22,8 @@ interface HeapNode {
 const PRODUCT = /^(?:gateway|shared)\//;
 
 function main(argv: string[]): void {
-  const option = (name: string) => {
-    const at = argv.indexOf(name);
-    if (at === -1) return undefined;
-    const [, value] = argv.splice(at, 2);
-    return value;
-  };
-  const top = Number(option('--top') ?? 25);
-  const requests = option('--requests');
+  const top = Number(takeOption(argv, '--top') ?? 25);
+  const requests = takeOption(argv, '--requests');
   const perRequest = requests === undefined ? undefined : Number(requests);
   const valid = (n: number | undefined) => n === undefined || (Number.isInteger(n) && n > 0);
   if (argv.length === 0 || !valid(top) || !valid(perRequest)) {

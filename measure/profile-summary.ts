@@ -18,6 +18,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { bundledFrom, describe, folderOf, type CallFrame } from './profile-frames.ts';
+import { takeOption } from '../scripts/cli-args.ts';
 
 interface ProfileNode {
   id: number;
@@ -38,14 +39,8 @@ const REQUEST_FRAME = '/gateway/edge/request-handler.';
 const IDLE = new Set(['(idle)', '(root)']);
 
 function main(argv: string[]): void {
-  const option = (name: string) => {
-    const at = argv.indexOf(name);
-    if (at === -1) return undefined;
-    const [, value] = argv.splice(at, 2);
-    return value;
-  };
-  const top = Number(option('--top') ?? 25);
-  const callersOf = option('--callers');
+  const top = Number(takeOption(argv, '--top') ?? 25);
+  const callersOf = takeOption(argv, '--callers');
   if (argv.length === 0 || !Number.isInteger(top) || top < 1) {
     console.error('usage: node measure/profile-summary.ts DIR|FILE... [--top N] [--callers NAME]');
     process.exit(2);

@@ -21,6 +21,14 @@ export function usageError(name: string, usage: string, message: string): never 
   process.exit(2);
 }
 
+/** Takes `name VALUE` out of `argv` and returns VALUE; undefined when `name` is not there. */
+export function takeOption(argv: string[], name: string): string | undefined {
+  const at = argv.indexOf(name);
+  if (at === -1) return undefined;
+  const [, value] = argv.splice(at, 2);
+  return value;
+}
+
 /** The scopes of a `--scope "a b"` argument, or a message naming the unknown ones. */
 export function parseScopes(text: string): { scopes: string[] } | { error: string } {
   const scopes = text.split(' ').filter((scope) => scope !== '');
