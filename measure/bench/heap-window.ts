@@ -19,7 +19,7 @@ interface HeapProfileNode {
 }
 
 /** The bytes a sampled heap profile estimates were allocated: every node's selfSize. */
-export function allocatedBytes(head: HeapProfileNode): number {
+function allocatedBytes(head: HeapProfileNode): number {
   let total = head.selfSize;
   for (const child of head.children) total += allocatedBytes(child);
   return total;
