@@ -11,7 +11,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { bundledFrom, describe, shortUrl, type CallFrame } from './profile-frames.ts';
-import { takeOption } from '../scripts/cli-args.ts';
+import { answerHelp, takeOption } from '../scripts/cli-args.ts';
+import { checkArguments } from './summary-arguments.ts';
 
 interface HeapNode {
   callFrame: CallFrame;
@@ -21,15 +22,19 @@ interface HeapNode {
 
 const PRODUCT = /^(?:gateway|shared)\//;
 
+const USAGE = 'usage: node measure/heap-summary.ts FILE... [--top N] [--requests N]';
+
 function main(argv: string[]): void {
+  answerHelp(`${USAGE}
+
+What a gateway allocated while a bench row's load ran (the .heapprofile files that
+BENCH_HEAP_SAMPLE=DIR npm run bench writes), freed or not, as a share of the total, and in KiB
+per request with --requests N: by the allocating function and by the innermost product function
+on its stack (the top N of each, 25 by default).`);
   const top = Number(takeOption(argv, '--top') ?? 25);
   const requests = takeOption(argv, '--requests');
   const perRequest = requests === undefined ? undefined : Number(requests);
-  const valid = (n: number | undefined) => n === undefined || (Number.isInteger(n) && n > 0);
-  if (argv.length === 0 || !valid(top) || !valid(perRequest)) {
-    console.error('usage: node measure/heap-summary.ts FILE... [--top N] [--requests N]');
-    process.exit(2);
-  }
+  checkArguments('heap-summary', USAGE, argv, top, perRequest);
   for (const file of argv) summarise(file, top, perRequest);
 }
 

@@ -18,7 +18,8 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { bundledFrom, describe, folderOf, type CallFrame } from './profile-frames.ts';
-import { takeOption } from '../scripts/cli-args.ts';
+import { answerHelp, takeOption } from '../scripts/cli-args.ts';
+import { checkArguments } from './summary-arguments.ts';
 
 interface ProfileNode {
   id: number;
@@ -38,13 +39,18 @@ const REQUEST_FRAME = '/gateway/edge/request-handler.';
 /** V8's pseudo-frames that are not work of the process. */
 const IDLE = new Set(['(idle)', '(root)']);
 
+const USAGE = 'usage: node measure/profile-summary.ts DIR|FILE... [--top N] [--callers NAME]';
+
 function main(argv: string[]): void {
+  answerHelp(`${USAGE}
+
+Self time of V8 CPU profiles of the gateway (.cpuprofile files, or the directories holding them,
+as BENCH_GATEWAY_NODE_ARGS='--cpu-prof --cpu-prof-dir=DIR' npm run bench writes them), as a share
+of busy time from the first request on: by function (the top N, 25 by default) and by folder.
+--callers NAME adds the time in functions of that name, and what they call, by their caller.`);
   const top = Number(takeOption(argv, '--top') ?? 25);
   const callersOf = takeOption(argv, '--callers');
-  if (argv.length === 0 || !Number.isInteger(top) || top < 1) {
-    console.error('usage: node measure/profile-summary.ts DIR|FILE... [--top N] [--callers NAME]');
-    process.exit(2);
-  }
+  checkArguments('profile-summary', USAGE, argv, top);
   for (const file of argv.flatMap(profileFiles)) summarise(file, top, callersOf);
 }
 

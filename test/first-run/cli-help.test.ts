@@ -1,6 +1,7 @@
 /**
- * Every command-line script (scripts/*.ts, measure/bench.ts and measure/soak.ts) answers `--help` with its usage on stdout and exit 0, refuses what
- * it does not know with exit 2 and the usage on stderr, and refuses unknown scopes instead of
+ * Every command-line script (scripts/*.ts, and in measure/ the bench, the soak and the profile
+ * and heap summaries) answers `--help` with its usage on stdout and exit 0, refuses what it does
+ * not know with exit 2 and the usage on stderr, and refuses unknown scopes instead of
  * minting a credential that silently grants nothing (nothing printed, nothing recorded).
  */
 import { execFile } from 'node:child_process';
@@ -37,8 +38,8 @@ function run(command: string, args: readonly string[]): Promise<Run> {
   });
 }
 
-// The user commands live in scripts/, the benchmark and the soak in measure/.
-const MEASUREMENT_TOOLS: readonly string[] = ['bench', 'soak'];
+// The user commands live in scripts/, the benchmark, the soak and their summaries in measure/.
+const MEASUREMENT_TOOLS: readonly string[] = ['bench', 'soak', 'profile-summary', 'heap-summary'];
 const script = (name: string, args: readonly string[]) =>
   run(process.execPath, [`${MEASUREMENT_TOOLS.includes(name) ? 'measure' : 'scripts'}/${name}.ts`, ...args]);
 
@@ -52,6 +53,8 @@ const SCRIPTS = [
   'start',
   'bench',
   'soak',
+  'profile-summary',
+  'heap-summary',
   'config-reference',
   'check',
   'reload',
