@@ -4,15 +4,15 @@
  * signature by that key (jose), then the claims against the request it came with: `htm`,
  * `htu`, `iat` within the window, `ath` of the access token, the nonce when one is required.
  * Whether its `jti` was seen before is proof-replay.ts's; whether its key is the token's is
- * the caller's (it gets the key's RFC 7638 thumbprint).
+ * the caller's (it gets the key's RFC 7638 thumbprint). The key is imported once per key, not
+ * per proof (proof-keys.ts).
  */
 import { hash as digest } from 'node:crypto';
-import type { JWK, JWTPayload, ProtectedHeaderParameters } from 'jose';
+import type { JWTPayload, ProtectedHeaderParameters } from 'jose';
 import { decodeProtectedHeader } from 'jose/decode/protected_header';
-import { EmbeddedJWK } from 'jose/jwk/embedded';
-import { calculateJwkThumbprint } from 'jose/jwk/thumbprint';
 import { jwtVerify } from 'jose/jwt/verify';
 import { normaliseHtu } from './htu.ts';
+import { proofKey, type ProofKey } from './proof-keys.ts';
 
 /** Larger than any honest proof (an RSA-4096 key in the header is ~1 KiB); refused unread. */
 export const MAX_PROOF_BYTES = 4096;
@@ -89,11 +89,17 @@ function checkClaims(payload: JWTPayload, expect: ProofExpectations): ProofResul
 export async function verifyDpopProof(proof: string, expect: ProofExpectations): Promise<ProofResult> {
   const checked = checkHeader(proof, expect.algorithms);
   if ('reason' in checked) return refused(checked.reason);
+  let key: ProofKey;
+  try {
+    key = await proofKey(checked.header);
+  } catch {
+    return refused('malformed DPoP proof');
+  }
   let payload: JWTPayload;
   try {
     // The embedded key verifies: a proof proves possession of the key it names, nothing more;
-    // that this key is the token's is checked against cnf.jkt below, by the caller.
-    ({ payload } = await jwtVerify(proof, EmbeddedJWK, {
+    // that this key is the token's is checked against cnf.jkt, by the caller.
+    ({ payload } = await jwtVerify(proof, key.key, {
       typ: 'dpop+jwt',
       algorithms: [...expect.algorithms],
     }));
@@ -107,9 +113,8 @@ export async function verifyDpopProof(proof: string, expect: ProofExpectations):
   }
   const claims = checkClaims(payload, expect);
   if (claims !== undefined) return claims;
-  const jkt = await calculateJwkThumbprint(checked.header.jwk as JWK, 'sha256');
   // Only a nonce that was checked is handed on: the caller may offer a newer one.
   const { nonce } = payload as { nonce?: unknown };
   const checkedNonce = expect.nonce !== undefined && typeof nonce === 'string' ? { nonce } : {};
-  return { ok: true, jkt, jti: payload.jti!, iat: payload.iat!, ...checkedNonce };
+  return { ok: true, jkt: key.jkt, jti: payload.jti!, iat: payload.iat!, ...checkedNonce };
 }
