@@ -10,7 +10,7 @@ import {
   verifyDpopProof,
   type ProofExpectations,
 } from '../../../../gateway/identity/sender-constraint/dpop-proof.ts';
-import { createDpopKey, dpopProof } from '../support/dpop-client.ts';
+import { createDpopKey, dpopProof, type DpopKey } from '../support/dpop-client.ts';
 
 const HTU = 'https://api.portico.test/v1/orders';
 const TOKEN = 'an-access-token';
@@ -24,6 +24,15 @@ const expectations = (): ProofExpectations => ({
   nowSeconds: Math.floor(Date.now() / 1000),
 });
 const claims = { htm: 'GET', htu: HTU, accessToken: TOKEN };
+
+/** A new key whose honest proof was accepted: the key is known from then on. */
+async function knownKey(): Promise<DpopKey> {
+  const key = await createDpopKey();
+  expect(await verifyDpopProof(await dpopProof(key, claims), expectations())).toMatchObject({ ok: true });
+  return key;
+}
+
+const refusedFor = (reason: string) => ({ ok: false, reason });
 
 describe('DPoP proof keys, imported once', () => {
   it('gives the same key object and the RFC 7638 thumbprint for every proof of one key', async () => {
@@ -39,38 +48,29 @@ describe('DPoP proof keys, imported once', () => {
   });
 
   it('still refuses a proof that names a known key but is signed by another', async () => {
-    const [victim, attacker] = [await createDpopKey(), await createDpopKey()];
-    expect(await verifyDpopProof(await dpopProof(victim, claims), expectations())).toMatchObject({
-      ok: true,
-    });
+    const [victim, attacker] = [await knownKey(), await createDpopKey()];
     const forged = await new SignJWT({ htm: 'GET', htu: HTU, jti: randomUUID() })
       .setProtectedHeader({ alg: 'ES256', typ: 'dpop+jwt', jwk: victim.jwk })
       .setIssuedAt()
       .sign(attacker.privateKey);
-    expect(await verifyDpopProof(forged, expectations())).toEqual({
-      ok: false,
-      reason: 'DPoP proof signature verification failed',
-    });
+    expect(await verifyDpopProof(forged, expectations())).toEqual(
+      refusedFor('DPoP proof signature verification failed'),
+    );
   });
 
   it('refuses a known key spelt with a `use` or `alg` it contradicts, as a first import does', async () => {
-    const key = await createDpopKey();
-    expect(await verifyDpopProof(await dpopProof(key, claims), expectations())).toMatchObject({ ok: true });
+    const key = await knownKey();
     for (const jwk of [
       { ...key.jwk, use: 'enc' },
       { ...key.jwk, alg: 'ES384' },
     ]) {
       const proof = await dpopProof(key, claims, { jwk });
-      expect(await verifyDpopProof(proof, expectations())).toEqual({
-        ok: false,
-        reason: 'malformed DPoP proof',
-      });
+      expect(await verifyDpopProof(proof, expectations())).toEqual(refusedFor('malformed DPoP proof'));
     }
   });
 
   it('refuses a known key under another algorithm than it was imported for', async () => {
-    const key = await createDpopKey();
-    expect(await verifyDpopProof(await dpopProof(key, claims), expectations())).toMatchObject({ ok: true });
+    const key = await knownKey();
     // The same P-256 key named as RS256: jose refuses to import it for that algorithm.
     await expect(proofKey({ alg: 'RS256', typ: 'dpop+jwt', jwk: key.jwk })).rejects.toThrow();
   });
