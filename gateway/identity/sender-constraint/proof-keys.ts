@@ -23,7 +23,7 @@ export interface ProofKey {
 
 /** What a known key costs besides its spelling: the imported key object and the entry. */
 const ENTRY_OVERHEAD_BYTES = 512;
-/** About 1 600 honest P-256 keys, 1 100 RSA-2048 ones, or 230 spelt as long as a proof allows. */
+/** About 1 600 honest P-256 keys, 1 100 RSA-2048 ones, or 290 spelt as long as a proof allows. */
 export const PROOF_KEYS_MAX_BYTES = 1024 * 1024;
 
 const known = new LRUCache<string, ProofKey>({
