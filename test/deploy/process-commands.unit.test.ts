@@ -20,12 +20,19 @@ function kubernetesCommand(name: string): unknown {
   return containers.find((container) => container.name === name)?.command;
 }
 
+/** `node [flags] ENTRY`: node itself, then the built entry point last. */
+function expectNodeRunning(command: string[], entry: string): void {
+  expect(command[0]).toBe('node');
+  expect(command.at(-1)).toBe(entry);
+}
+
+const composeServices = () => composeFile()['services'] as Record<string, { command?: unknown }>;
+
 describe('the gateway command of every deployment', () => {
   const expected = npmScriptCommand('gateway');
 
   it('is node with flags and the built entry point', () => {
-    expect(expected[0]).toBe('node');
-    expect(expected.at(-1)).toBe('dist/gateway/main.js');
+    expectNodeRunning(expected, 'dist/gateway/main.js');
   });
 
   it('is the image default (the Dockerfile CMD of its last stage)', () => {
@@ -38,8 +45,7 @@ describe('the gateway command of every deployment', () => {
   });
 
   it('is the command of the compose gateways', () => {
-    const services = composeFile()['services'] as Record<string, { command?: unknown }>;
-    const gateways = Object.entries(services).filter(([, service]) =>
+    const gateways = Object.entries(composeServices()).filter(([, service]) =>
       JSON.stringify(service.command ?? '').includes('dist/gateway/main.js'),
     );
     expect(gateways.length).toBeGreaterThanOrEqual(1);
@@ -55,13 +61,11 @@ describe('the resource service command of every deployment', () => {
   const expected = npmScriptCommand('service');
 
   it('is node with flags and the built entry point', () => {
-    expect(expected[0]).toBe('node');
-    expect(expected.at(-1)).toBe('dist/resource-service/main.js');
+    expectNodeRunning(expected, 'dist/resource-service/main.js');
   });
 
   it('is the command of the compose service', () => {
-    const services = composeFile()['services'] as Record<string, { command?: unknown }>;
-    expect(services['service']?.command).toEqual(expected);
+    expect(composeServices()['service']?.command).toEqual(expected);
   });
 
   it('is the command of the Kubernetes service container', () => {
